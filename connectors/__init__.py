@@ -1,0 +1,148 @@
+"""Connectors: convert between the outside world and :class:`recommender.Paper` records.
+
+One module per format, each with ``load(path) -> list[Paper]`` and, where the format can be
+written, ``dumps(papers) -> str`` / ``dump(papers, path)``. This package picks the module from
+the file name (``.bib``, ``.txt``, ``.jsonl``, ``.json``, ``.csv``, each optionally ``.gz``) or
+from an explicit ``format``, and loads whole directories.
+
+Problems that do not stop a load (a broken BibTeX entry, a duplicate key, a legacy encoding)
+are logged as warnings on the ``"litrank"`` logger; the CLI prints them on stderr.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from recommender.paper import Paper, deduplicate
+
+from . import abstract_list, bibtex, csv_records, json_records
+from ._io import atomic_write_text
+from .errors import SourceError, UnsupportedFormatError
+
+__all__ = [
+    "FORMATS",
+    "SourceError",
+    "UnsupportedFormatError",
+    "detect_format",
+    "dump",
+    "dumps",
+    "load",
+    "load_many",
+    "write_text",
+]
+
+log = logging.getLogger("litrank")
+
+# format name -> (module, file name endings it is detected from)
+FORMATS = {
+    "bibtex": (bibtex, (".bib", ".bibtex")),
+    "text": (abstract_list, (".txt",)),
+    "jsonl": (json_records, (".jsonl", ".ndjson")),
+    "json": (json_records, (".json",)),
+    "csv": (csv_records, (".csv", ".tsv")),
+}
+
+
+def _supported() -> str:
+    endings = ", ".join(end for _, ends in FORMATS.values() for end in ends)
+    return f"supported formats: {', '.join(FORMATS)} ({endings}, optionally .gz, or a directory)"
+
+
+def detect_format(path: str | Path) -> str:
+    """The format name for a file name, from its extension (``.gz`` is looked through)."""
+    name = Path(path).name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    for format_name, (_, endings) in FORMATS.items():
+        if name.endswith(endings):
+            return format_name
+    raise UnsupportedFormatError(f"{path}: unknown file format; {_supported()}")
+
+
+def _module(format_name: str):
+    try:
+        return FORMATS[format_name][0]
+    except KeyError:
+        raise UnsupportedFormatError(f"unknown format {format_name!r}; {_supported()}") from None
+
+
+def load(source: str | Path, format: str | None = None) -> list[Paper]:
+    """Load the papers of one source: a file or a directory.
+
+    Parameters
+    ----------
+    source : str or Path
+        A file in a supported format, or a directory: every supported file below it is
+        loaded (hidden files skipped, in name order) and papers seen twice are kept once.
+    format : str, optional
+        One of :data:`FORMATS`; overrides detection from the extension.
+
+    Raises
+    ------
+    SourceError
+        When the source is missing or unreadable, or a file is malformed as a whole.
+    UnsupportedFormatError
+        When the format is unknown.
+    """
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return _load_directory(path, format)
+    if not path.exists():
+        raise SourceError(f"{source}: no such file or directory")
+    format_name = format or detect_format(path)
+    return _module(format_name).load(path)
+
+
+def _load_directory(directory: Path, format: str | None) -> list[Paper]:
+    files = []
+    for path in sorted(directory.rglob("*")):
+        relative = path.relative_to(directory)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+            continue
+        if format is None:
+            try:
+                detect_format(path)
+            except UnsupportedFormatError:
+                log.debug("%s: skipped (not a supported format)", path)
+                continue
+        files.append(path)
+    if not files:
+        raise SourceError(f"{directory}: no supported files in this directory; {_supported()}")
+    papers: list[Paper] = []
+    for path in files:
+        papers.extend(load(path, format))
+    unique = list(deduplicate(papers))
+    if len(unique) < len(papers):
+        log.info("%s: %d papers appear in more than one file; kept once", directory, len(papers) - len(unique))
+    return unique
+
+
+def load_many(sources: Iterable[str | Path], format: str | None = None) -> list[Paper]:
+    """Load several sources and keep each distinct paper once (first occurrence wins)."""
+    papers: list[Paper] = []
+    for source in sources:
+        papers.extend(load(source, format))
+    return list(deduplicate(papers))
+
+
+def dumps(papers: Sequence[Paper], format: str) -> str:
+    """Serialise papers in a writable format (``bibtex``, ``jsonl``, ``json``, ``csv``)."""
+    module = _module(format)
+    if not hasattr(module, "dumps"):
+        raise UnsupportedFormatError(f"format {format!r} can be read but not written")
+    return module.dumps(papers, format=format) if module is json_records else module.dumps(papers)
+
+
+def dump(papers: Sequence[Paper], target: str | Path, format: str | None = None) -> None:
+    """Write papers to ``target`` atomically, in ``format`` or the one its extension names."""
+    target = Path(target).expanduser()
+    module = _module(format or detect_format(target))
+    if not hasattr(module, "dump"):
+        raise UnsupportedFormatError(f"format {format!r} can be read but not written")
+    module.dump(papers, target)
+
+
+def write_text(target: str | Path, text: str) -> None:
+    """Write text to a file atomically (gzip-compressed when the name ends in ``.gz``)."""
+    atomic_write_text(Path(target).expanduser(), text)

@@ -1,0 +1,502 @@
+"""BibTeX/BibLaTeX files: read them into :class:`Paper` records and write papers back.
+
+Reading (bibtexparser 1.4 does the tokenising; this module adds what it lacks):
+
+* ``@string`` macros and the month macros are expanded here, after parsing, so an undefined
+  macro is kept as text with a warning instead of aborting the whole file, and cyclic macros
+  cannot recurse forever.
+* ``crossref`` is resolved here, cascading, BibTeX-style (missing fields are inherited) plus
+  the BibLaTeX rule that a container's ``title`` becomes the child's ``booktitle``. Identity
+  fields (doi, eprint, url) and title fields are never inherited. A missing target or a cycle
+  is a warning.
+* An entry bibtexparser cannot parse becomes a "comment" there; it is reported as
+  ``file:LINE: entry 'key' could not be parsed and was skipped``. Entries that a broken one
+  would have swallowed (same line after junk, or inside an unbalanced brace) are re-parsed.
+* Duplicate keys (compared case-insensitively, as BibTeX does) are reported; both entries
+  are kept and the later one gets the id ``key-2`` (``key-3``...).
+* Text fields are converted from LaTeX to Unicode (:mod:`connectors.latex`); URL-like fields
+  are kept verbatim. ``Paper.fields`` holds every field not mapped to an attribute.
+
+Writing (:func:`dumps`), citation keys: a paper read from a BibTeX file (``entry_type`` set
+and ``source`` ending in ``.bib``/``.bibtex``, optionally ``.gz``) keeps its id as key when
+it is a valid key, since documents already cite it. Any other paper gets
+``<first author surname><year><first significant title word>``, ASCII lower case, e.g.
+``shi2026poebridge`` (the venue's first word, else ``anon``, when there is no author).
+Keys are unique case-insensitively: in output order, kept ids are reserved first, then a key
+already taken gets ``a``, ``b``, ... appended. Keys depend only on the papers and their order,
+so the same papers give the same keys on every run. Titles are protected by a second pair of
+braces (``title = {{...}}``); text is escaped for LaTeX, URLs and DOIs are written verbatim.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Sequence
+
+import pyparsing
+from bibtexparser.bibdatabase import COMMON_STRINGS, BibDataString, BibDataStringExpression
+from bibtexparser.bparser import BibTexParser
+
+from recommender.paper import Paper
+from recommender.text import find_arxiv_id, normalize_doi, strip_accents, surname
+
+from ._io import atomic_write_text, read_text
+from .errors import SourceError
+from .latex import escape_latex, format_name, is_institution, latex_to_text, parse_names
+
+__all__ = ["BIBTEX_TYPES", "citation_keys", "dump", "dumps", "load", "loads"]
+
+log = logging.getLogger("litrank")
+
+BIBTEX_TYPES = frozenset(
+    "article book booklet conference inbook incollection inproceedings manual mastersthesis misc "
+    "phdthesis proceedings techreport unpublished online report thesis patent collection mvbook "
+    "mvcollection mvproceedings mvreference reference inreference periodical suppbook "
+    "suppcollection suppperiodical set xdata dataset software bookinbook electronic www standard "
+    "artwork audio video music movie image letter commentary jurisdiction legislation legal "
+    "review performance".split())
+_ZOTERO_TYPES = {
+    "journalarticle": "article", "conferencepaper": "inproceedings", "booksection": "incollection",
+    "preprint": "misc", "webpage": "online", "blogpost": "online", "manuscript": "unpublished",
+    "magazinearticle": "article", "newspaperarticle": "article", "computerprogram": "software",
+}
+_VERBATIM_FIELDS = frozenset(
+    "url doi eprint file pdf crossref xref entryset ids related biburl bibsource isbn issn urldate "
+    "local-url date-added date-modified added-at timestamp interhash intrahash archiveprefix "
+    "eprinttype eprintclass primaryclass langid key sortkey presort label".split())
+_NOT_INHERITED = frozenset(
+    "ids crossref xref entryset title subtitle titleaddon shorttitle sorttitle indextitle "
+    "indexsorttitle label shorthand sortkey presort abstract doi eprint eprinttype archiveprefix "
+    "primaryclass url file date-added date-modified added-at timestamp keywords keyword".split())
+_CONTAINER_TYPES = frozenset("book mvbook collection mvcollection proceedings mvproceedings "
+                             "reference mvreference".split())
+_VENUE_FALLBACKS = ("school", "institution", "series", "howpublished", "organization", "publisher")
+_COMMON_FIELDS = ("editor", "volume", "number", "pages", "month", "publisher", "address",
+                  "edition", "series", "school", "institution", "organization", "howpublished")
+_STOP_WORDS = frozenset(
+    "a an the on of towards toward in for to and with at by from via is are do does what how why "
+    "when can we our into as its be not".split())
+_MONTHS = {name.lower(): abbrev for abbrev, name in COMMON_STRINGS.items()}
+DERIVED_TITLE_NOTE = "Title derived from the abstract by litrank"
+
+_HEADER_RE = re.compile(r"\s*@\s*([A-Za-z]+)\s*[{(]\s*([^\s,{}()\"#%'=]*)")
+_LINE_HEADER_RE = re.compile(r"^[ \t]*@[ \t]*(?!comment\b)[A-Za-z]+[ \t]*[{(]", re.M | re.I)
+_ANY_HEADER_RE = re.compile(r"@[ \t]*(?!comment\b)[A-Za-z]+[ \t]*[{(][ \t\r\n]*[^\s,{}()]+[ \t\r\n]*,", re.I)
+_EMPTY_ENTRY_RE = re.compile(r"\s*@\s*([A-Za-z]+)\s*[{(]\s*([^\s,{}()\"#%'=]+)\s*,?\s*[})]\s*")
+_YEAR_RE = re.compile(r"(?<!\d)(\d{4})(?!\d)")
+_VALID_KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_:.\-/+]*")
+_JOURNAL_RE = re.compile(
+    r"\b(journal|transactions|trans\.|letters|reviews?|magazine|bulletin|annals|quarterly|"
+    r"communications of|nature|science|plos|jmlr|tmlr|machine learning research|corr|acta)\b", re.I)
+
+
+@dataclass
+class _Raw:
+    type: str
+    key: str
+    values: dict  # field name -> str | BibDataString | BibDataStringExpression
+    pos: int
+
+
+class _Scanner:
+    """Runs bibtexparser over a text, recording where each entry starts, and recovers."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.text, self.source = text, source
+        self.entries: list[_Raw] = []
+        self.strings: dict = {}
+        self.stray: list[str] = []  # text outside entries
+        self.broken = 0
+        self._newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+
+    def line(self, pos: int) -> int:
+        return bisect.bisect_left(self._newlines, pos) + 1
+
+    def broken_entry(self, pos: int, key: str, reason: str = "") -> None:
+        self.broken += 1
+        log.warning("%s:%d: entry %r could not be parsed and was skipped%s",
+                    self.source, self.line(pos), key or "?", reason)
+
+    def parse(self, start: int, end: int) -> None:
+        parser = BibTexParser(common_strings=False, ignore_nonstandard_types=False,
+                              interpolate_strings=False, add_missing_from_crossref=False)
+        parser.expect_multiple_parse = True
+        # pyparsing expands tabs before parsing unless told not to: locations would drift.
+        parser._expr.main_expression.parse_with_tabs()
+        database, events = parser.bib_database, []
+        parser._expr.entry.add_parse_action(
+            lambda s, loc, toks: events.append((loc, "entry", database.entries[-1])))
+        parser._expr.implicit_comment.add_parse_action(
+            lambda s, loc, toks: events.append((loc, "comment", toks[0])))
+        failed_at = None
+        try:
+            parser.parse(self.text[start:end])
+        except pyparsing.ParseBaseException as exc:
+            failed_at = start + exc.loc
+        self.strings.update(database.strings)
+        for loc, kind, item in events:
+            pos = start + loc
+            if kind == "entry":
+                swallowed = _LINE_HEADER_RE.search(self.text, pos + 1, end)
+                if swallowed and any(_LINE_HEADER_RE.search(piece) for value in item.values()
+                                     for piece in _pieces(value)):
+                    self.broken_entry(pos, item["ID"], " (unbalanced braces: a later entry starts inside it)")
+                    self.parse(swallowed.start(), end)
+                    return
+                values = {k: v for k, v in item.items() if k not in ("ID", "ENTRYTYPE")}
+                self.entries.append(_Raw(item["ENTRYTYPE"], item["ID"], values, pos))
+            else:
+                self._comment(pos, item)
+        if failed_at is not None:
+            header = _HEADER_RE.match(self.text, failed_at)
+            if header:
+                self.broken_entry(failed_at, header.group(2))
+            restart = _LINE_HEADER_RE.search(self.text, failed_at + 1, end)
+            if restart:
+                self.parse(restart.start(), end)
+
+    def _comment(self, pos: int, comment: str) -> None:
+        """A stretch bibtexparser saw as a comment: a broken or an empty entry, or text."""
+        header = _HEADER_RE.match(comment)
+        resume_from = 0
+        if header and header.group(1).lower() != "comment":
+            empty = _EMPTY_ENTRY_RE.fullmatch(comment)
+            if empty:  # "@misc{key}" or "@misc{key,}": valid, just has no fields
+                self.entries.append(_Raw(empty.group(1).lower(), empty.group(2), {}, pos))
+                return
+            self.broken_entry(pos, header.group(2))
+            resume_from = header.end()
+        else:
+            self.stray.append(comment)
+        # BibTeX starts an entry at any "@": recover entries hidden later in this stretch.
+        for match in _ANY_HEADER_RE.finditer(comment, resume_from):
+            line_start = comment.rfind("\n", 0, match.start()) + 1
+            if not comment[line_start:match.start()].lstrip().startswith("%"):
+                self.parse(pos + match.start(), pos + len(comment))
+                return
+
+    def expand(self, value, raw: _Raw, seen: tuple = ()) -> str:
+        if isinstance(value, BibDataStringExpression):
+            return "".join(self.expand(part, raw, seen) for part in value.expr)
+        if not isinstance(value, BibDataString):
+            return str(value)
+        name = value.name
+        if name in self.strings and name not in seen:
+            return self.expand(self.strings[name], raw, seen + (name,))
+        if name in COMMON_STRINGS and name not in seen:
+            return COMMON_STRINGS[name]
+        problem = "circular" if name in seen else "undefined"
+        log.warning("%s:%d: entry %r: %s @string %r, kept as text",
+                    self.source, self.line(raw.pos), raw.key, problem, name)
+        return name
+
+
+def _pieces(value) -> list[str]:
+    if isinstance(value, BibDataStringExpression):
+        return [part for part in value.expr if isinstance(part, str)]
+    return [value] if isinstance(value, str) else []
+
+
+def _resolve_crossrefs(raws: list[_Raw], expanded: list[dict], scanner: _Scanner) -> list[dict]:
+    index: dict[str, int] = {}
+    for i, raw in enumerate(raws):
+        index.setdefault(raw.key.casefold(), i)
+    for i, values in enumerate(expanded):
+        for alias in values.get("ids", "").split(","):
+            if alias.strip():
+                index.setdefault(alias.strip().casefold(), i)
+    done: dict[int, dict] = {}
+
+    def resolve(i: int, chain: tuple) -> dict:
+        if i in done:
+            return done[i]
+        values, raw = expanded[i], raws[i]
+        target = values.get("crossref", "").strip()
+        parent = index.get(target.casefold()) if target else None
+        if target and parent is None:
+            log.warning("%s:%d: entry %r: crossref target %r not found",
+                        scanner.source, scanner.line(raw.pos), raw.key, target)
+        elif target and (parent == i or parent in chain):
+            log.warning("%s:%d: entry %r: circular crossref to %r ignored",
+                        scanner.source, scanner.line(raw.pos), raw.key, target)
+        elif target:
+            inherited = resolve(parent, chain + (i,))
+            values = dict(values)
+            for name, value in inherited.items():
+                if name not in values and name not in _NOT_INHERITED:
+                    values[name] = value
+            parent_title = inherited.get("title", "")
+            if raws[parent].type in _CONTAINER_TYPES and parent_title:
+                values.setdefault("booktitle", parent_title)
+            elif raws[parent].type == "periodical" and parent_title and "journaltitle" not in values:
+                values.setdefault("journal", parent_title)
+        done[i] = values
+        return values
+
+    return [resolve(i, ()) for i in range(len(raws))]
+
+
+def _venue_field(entry_type: str) -> str:
+    """The field a venue is written to for an entry type."""
+    if entry_type in ("article", "periodical", "suppperiodical"):
+        return "journal"
+    if entry_type in ("inproceedings", "conference", "incollection", "inbook", "inreference",
+                      "bookinbook", "suppbook", "suppcollection"):
+        return "booktitle"
+    if entry_type in ("phdthesis", "mastersthesis", "thesis"):
+        return "school"
+    if entry_type in ("techreport", "report"):
+        return "institution"
+    if entry_type in _CONTAINER_TYPES:
+        return "publisher"
+    return "howpublished"
+
+
+def _iso_date(value: str) -> str | None:
+    value = value.strip().replace(".", "-", 2) if re.match(r"\d{4}\.\d", value.strip()) else value.strip()
+    value = re.sub(r"\s*([+-]\d{2}):?(\d{2})$", r"\1:\2", value.replace("Z", "+00:00"))
+    value = re.sub(r"^(\d{4}-\d{2}-\d{2})[ T]", r"\1T", value)
+    try:
+        return datetime.fromisoformat(value).isoformat()
+    except ValueError:
+        return None
+
+
+def _to_paper(key: str, entry_type: str, values: dict, source: str) -> Paper:
+    text = {}
+    for name, value in values.items():
+        cleaned = " ".join(value.split()) if name in _VERBATIM_FIELDS or name.startswith("bdsk-") \
+            else latex_to_text(value)
+        if cleaned:
+            text[name] = cleaned
+    authors = parse_names(values.get("author", ""))
+    text.pop("author", None)
+    keyword_field = "keywords" if "keywords" in text else "keyword"
+    keywords = [k.strip() for k in re.split(r"[,;]", text.pop(keyword_field, "")) if k.strip()]
+    year_match = _YEAR_RE.search(text.get("year", "")) or _YEAR_RE.search(text.get("date", ""))
+    year = int(year_match.group(1)) if year_match else None
+    if year is not None and text.get("year") == str(year) and "date" not in text:
+        del text["year"]
+    venue = ""
+    for name in ("booktitle", "journal", "journaltitle") + _VENUE_FALLBACKS:
+        value = text.get(name, "")
+        if value and not (name == "howpublished" and re.search(r"://|^www\.", value)):
+            venue = value
+            if name == _venue_field(entry_type):
+                del text[name]
+            break
+    doi = normalize_doi(text.get("doi", ""))
+    if doi:
+        del text["doi"]
+    url = text.pop("url", "")
+    prefix = (text.get("archiveprefix") or text.get("eprinttype") or "").lower()
+    eprint = text.get("eprint", "")
+    arxiv_id = ""
+    if eprint and prefix in ("arxiv", ""):
+        arxiv_id = find_arxiv_id(f"arXiv:{eprint}" if prefix else eprint)
+    arxiv_id = arxiv_id or find_arxiv_id(url, doi, text.get("journal"), text.get("howpublished"), venue)
+    stamp = next((f for f in ("date-added", "added-at", "timestamp") if f in text), None)
+    date_added = _iso_date(text[stamp]) if stamp else None
+    return Paper(id=key, title=text.pop("title", ""), abstract=text.pop("abstract", ""), authors=authors,
+                 year=year, venue=venue, doi=doi, arxiv_id=arxiv_id, url=url, keywords=keywords,
+                 date_added=date_added, source=source, entry_type=entry_type, fields=text)
+
+
+def loads(text: str, source: str = "<string>") -> list[Paper]:
+    """Parse BibTeX text; ``source`` names it in messages and in ``Paper.source``."""
+    scanner = _Scanner(text, source)
+    try:
+        scanner.parse(0, len(text))
+    except RecursionError:
+        raise SourceError(f"{source}: braces nested too deeply to parse") from None
+    raws = scanner.entries
+    expanded = [{name: scanner.expand(value, raw) for name, value in raw.values.items()} for raw in raws]
+    resolved = _resolve_crossrefs(raws, expanded, scanner)
+    papers, first_line, taken = [], {}, set()
+    for raw, values in zip(raws, resolved):
+        key, folded = raw.key, raw.key.casefold()
+        if folded in first_line:
+            n = 2
+            while f"{folded}-{n}" in taken:
+                n += 1
+            key = f"{raw.key}-{n}"
+            log.warning("%s:%d: duplicate key %r (first at line %d); kept both, this one as %r",
+                        source, scanner.line(raw.pos), raw.key, first_line[folded], key)
+        first_line.setdefault(folded, scanner.line(raw.pos))
+        taken.add(key.casefold())
+        papers.append(_to_paper(key, raw.type, values, source))
+    stray_lines = (line.strip() for comment in scanner.stray for line in comment.splitlines())
+    if not papers and not scanner.broken and any(line and not line.startswith("%") for line in stray_lines):
+        log.warning("%s: no BibTeX entries found", source)
+    return papers
+
+
+def load(path: Path) -> list[Paper]:
+    """Read a ``.bib`` file (optionally gzip-compressed, any common encoding)."""
+    return loads(read_text(Path(path)), str(path))
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+def _ascii_word(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", strip_accents(text).lower())
+
+
+def _base_key(paper: Paper) -> str:
+    who = ""
+    if paper.authors:
+        first = paper.authors[0]
+        who = _ascii_word(first.split()[0] if is_institution(first) else surname(first).replace(" ", ""))
+    if not who:
+        who = next((w for w in map(_ascii_word, paper.venue.split()) if w), "") or "anon"
+    word = next((w for w in map(_ascii_word, paper.title.split()) if w and w not in _STOP_WORDS), "")
+    return f"{who}{paper.year or ''}{word}"
+
+
+def _keeps_id(paper: Paper) -> bool:
+    return bool(paper.entry_type) and paper.source.lower().endswith(
+        (".bib", ".bibtex", ".bib.gz", ".bibtex.gz")) and bool(_VALID_KEY_RE.fullmatch(paper.id))
+
+
+def _suffixes():
+    n = 0
+    while True:
+        n += 1
+        label, k = "", n
+        while k:
+            k, r = divmod(k - 1, 26)
+            label = chr(97 + r) + label
+        yield label
+
+
+def citation_keys(papers: Sequence[Paper]) -> list[str]:
+    """The key each paper is written under by :func:`dumps` (see the module docstring)."""
+    keys: list[str | None] = [None] * len(papers)
+    used: set[str] = set()
+    for i, paper in enumerate(papers):
+        if _keeps_id(paper) and paper.id.casefold() not in used:
+            keys[i] = paper.id
+            used.add(paper.id.casefold())
+    for i, paper in enumerate(papers):
+        if keys[i] is None:
+            base = paper.id if _keeps_id(paper) else _base_key(paper)
+            key, suffixes = base, _suffixes()
+            while key.casefold() in used:
+                key = base + next(suffixes)
+            keys[i] = key
+            used.add(key.casefold())
+    return keys  # type: ignore[return-value]
+
+
+def _verbatim(value: str, name: str) -> str:
+    value = " ".join(value.split())
+    depth = 0
+    for ch in value:
+        depth += (ch == "{") - (ch == "}")
+        if depth < 0:
+            break
+    if depth:
+        value = value.replace("{", "%7B").replace("}", "%7D") if name == "url" else \
+            value.replace("{", "").replace("}", "")
+    return value
+
+
+def _field_value(name: str, value: str) -> str:
+    if name == "month" and value.strip().lower() in _MONTHS:
+        return _MONTHS[value.strip().lower()]
+    if name == "month" and value.strip().lower()[:3] in COMMON_STRINGS and len(value.strip()) == 3:
+        return value.strip().lower()
+    if name in _VERBATIM_FIELDS or name.startswith("bdsk-") or re.fullmatch(r"https?://\S+", value):
+        return "{" + _verbatim(value, name) + "}"
+    if name == "pages":
+        value = value.replace("—", "---").replace("–", "--")
+    return "{" + escape_latex(value) + "}"
+
+
+def _entry_type(paper: Paper) -> str:
+    declared = paper.entry_type.strip().lower()
+    if declared in BIBTEX_TYPES:
+        return declared
+    if declared in _ZOTERO_TYPES:
+        return _ZOTERO_TYPES[declared]
+    if not paper.venue or re.fullmatch(r"(?i)\s*arxiv(\s+preprint.*)?", paper.venue):
+        return "misc"
+    return "article" if _JOURNAL_RE.search(paper.venue) else "inproceedings"
+
+
+def _format(paper: Paper, key: str, crossref: str | None) -> str:
+    entry_type = _entry_type(paper)
+    fields = {}
+    for name, value in paper.fields.items():
+        name = re.sub(r"[^a-z0-9_\-+.:]+", "-", str(name).lower()).strip("-")
+        if name and value not in (None, "") and name not in fields:
+            fields[name] = str(value)
+    fields.pop("crossref", None)
+    items: list[tuple[str, str]] = []
+    if paper.title:
+        items.append(("title", "{{" + escape_latex(paper.title) + "}}"))
+    if paper.authors:
+        items.append(("author", "{" + " and ".join(format_name(a) for a in paper.authors) + "}"))
+    date_year = _YEAR_RE.search(fields.get("date", ""))
+    if "year" in fields:  # a year that is not just a number ("2020a"), as the source gave it
+        items.append(("year", _field_value("year", fields.pop("year"))))
+    elif paper.year and not (date_year and int(date_year.group(1)) == paper.year):
+        items.append(("year", f"{{{paper.year}}}"))
+    venue_sources = ("booktitle", "journal", "journaltitle") + _VENUE_FALLBACKS
+    if paper.venue and not any(fields.get(f) == paper.venue for f in venue_sources):
+        venue_field = _venue_field(entry_type)
+        fields.pop(venue_field, None)
+        items.append((venue_field, "{" + escape_latex(paper.venue) + "}"))
+    for name in _COMMON_FIELDS:
+        if name in fields:
+            items.append((name, _field_value(name, fields.pop(name))))
+    if paper.url:
+        items.append(("url", "{" + _verbatim(paper.url, "url") + "}"))
+    if paper.doi:
+        items.append(("doi", "{" + _verbatim(paper.doi, "doi") + "}"))
+    if paper.arxiv_id and "eprint" not in fields:
+        items.append(("eprint", "{" + _verbatim(paper.arxiv_id, "eprint") + "}"))
+        if "archiveprefix" not in fields and "eprinttype" not in fields:
+            items.append(("archiveprefix", "{arXiv}"))
+    if crossref:
+        items.append(("crossref", "{" + crossref + "}"))
+    if paper.abstract:
+        items.append(("abstract", "{" + escape_latex(paper.abstract) + "}"))
+    if paper.keywords:
+        items.append(("keywords", "{" + escape_latex(", ".join(paper.keywords)) + "}"))
+    note = fields.pop("note", "")
+    if paper.title_derived and DERIVED_TITLE_NOTE not in note:
+        note = f"{note}; {DERIVED_TITLE_NOTE}" if note else DERIVED_TITLE_NOTE
+    if note:
+        items.append(("note", _field_value("note", note)))
+    written = {name for name, _ in items}
+    items += [(name, _field_value(name, fields[name])) for name in sorted(fields) if name not in written]
+    body = "".join(f"  {name} = {value},\n" for name, value in items)
+    return f"@{entry_type}{{{key},\n{body}}}"
+
+
+def dumps(papers: Sequence[Paper]) -> str:
+    """BibTeX text for ``papers``: one entry each, in order, blank-line separated.
+
+    Keys follow :func:`citation_keys`. A ``crossref`` is kept only when its target is written
+    later in the same output (BibTeX requires that order); inherited fields are inlined anyway.
+    """
+    papers = list(papers)
+    keys = citation_keys(papers)
+    position = {}
+    for i, paper in enumerate(papers):
+        position.setdefault(paper.id.casefold(), i)
+    entries = []
+    for i, paper in enumerate(papers):
+        target = position.get(str(paper.fields.get("crossref", "")).strip().casefold())
+        entries.append(_format(paper, keys[i], keys[target] if target is not None and target > i else None))
+    return "\n\n".join(entries) + "\n" if entries else ""
+
+
+def dump(papers: Sequence[Paper], path: Path) -> None:
+    """Write ``papers`` to ``path`` atomically (gzip-compressed when it ends in ``.gz``)."""
+    atomic_write_text(Path(path), dumps(papers))

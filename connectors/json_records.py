@@ -1,0 +1,81 @@
+"""JSON Lines and JSON: one paper per object, with the fields of ``../shared/data/conferences``.
+
+Reads ``.jsonl``/``.ndjson`` (one object per line) and ``.json`` (a list of objects, or an
+object holding the list under ``papers``, ``items``, ``recommendations`` or ``data``), either
+optionally gzip-compressed. Field names follow the conference lists (title, authors,
+abstract, venue, year, url, doi, keywords, ...); common alternatives are accepted.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from recommender.paper import Paper
+
+from ._io import atomic_write_text, read_text
+from ._records import fill_missing_ids, paper_from_record, record_from_paper
+from .errors import SourceError
+
+_LIST_KEYS = ("papers", "items", "recommendations", "data", "results")
+
+
+def _id_prefix(path: Path) -> str:
+    return path.name.split(".")[0] or "paper"
+
+
+def loads(text: str, source: str = "<string>", lines: bool | None = None) -> list[Paper]:
+    """Parse JSON or JSON Lines text. ``lines`` forces JSON Lines (default: guess)."""
+    stripped = text.lstrip()
+    if lines is None:
+        lines = not stripped.startswith("[") and not _is_single_document(stripped)
+    records: list[tuple[object, str]] = []
+    if lines:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((json.loads(line), f"line {number}"))
+            except json.JSONDecodeError as exc:
+                raise SourceError(f"{source}: line {number}: invalid JSON ({exc.msg})") from None
+    else:
+        try:
+            document = json.loads(text) if stripped else []
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{source}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+        if isinstance(document, dict):
+            document = next((document[key] for key in _LIST_KEYS if isinstance(document.get(key), list)), [document])
+        if not isinstance(document, list):
+            raise SourceError(f"{source}: expected a list of paper objects")
+        records = [(record, f"item {index}") for index, record in enumerate(document, start=1)]
+    return [paper_from_record(record, source, position) for record, position in records]
+
+
+def _is_single_document(text: str) -> bool:
+    if not text.startswith("{"):
+        return False
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def load(path: Path) -> list[Paper]:
+    name = path.name.lower().removesuffix(".gz")
+    papers = loads(read_text(path), str(path), lines=None if name.endswith(".json") else True)
+    fill_missing_ids(papers, _id_prefix(path))
+    return papers
+
+
+def dumps(papers: Sequence[Paper], format: str = "jsonl") -> str:
+    """Serialise papers as JSON Lines (``format="jsonl"``) or an indented JSON list."""
+    records = [record_from_paper(paper) for paper in papers]
+    if format == "json":
+        return json.dumps(records, ensure_ascii=False, indent=2) + "\n"
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+
+
+def dump(papers: Sequence[Paper], path: Path) -> None:
+    name = Path(path).name.lower().removesuffix(".gz")
+    atomic_write_text(Path(path), dumps(papers, "json" if name.endswith(".json") else "jsonl"))

@@ -1,0 +1,23 @@
+"""Where the bundled defaults live: the ICML 2026 collection and the example library."""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+COLLECTION_DESCRIPTION = "bundled ICML 2026 list (four accepted-paper pages)"
+LIBRARY_DESCRIPTION = "bundled example library (diffusion models and diffusion language models)"
+
+
+def _data_path(name: str) -> Path:
+    # The package is installed as plain files (not zipped), so the resource is a real path.
+    return Path(str(resources.files("recommender.data").joinpath(name)))
+
+
+def bundled_collection() -> Path:
+    """Directory of the four ICML 2026 abstract pages (70 distinct papers)."""
+    return _data_path("icml2026")
+
+
+def bundled_library() -> Path:
+    """The example BibTeX library."""
+    return _data_path("diffusion-library.bib")

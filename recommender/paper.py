@@ -1,0 +1,160 @@
+"""The record every connector produces and the identity rule every component shares."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from .text import abstract_fingerprint, normalize_doi, normalize_title, surname
+
+
+MIN_ABSTRACT_WORDS_FOR_IDENTITY = 20
+
+
+@dataclass
+class Paper:
+    """One bibliographic record, whatever its source.
+
+    Attributes
+    ----------
+    id : str
+        The source's own identifier (BibTeX key, Zotero item key, dataset id) or, when the
+        source has none, one derived from the paper's identity. Unique within one load.
+    title, abstract : str
+        Plain Unicode text (connectors convert LaTeX markup).
+    authors : list of str
+        Display names in order, "First Last" form where known.
+    year : int or None
+    venue : str
+        Conference or journal name (e.g. ``"ICML"``).
+    doi, arxiv_id, url : str
+        Normalised DOI (lower case, no resolver prefix), arXiv id without version, a link.
+    keywords : list of str
+        Keywords or tags.
+    date_added : str or None
+        ISO 8601 timestamp at which the paper entered a library, where the source records it.
+    source : str
+        Where the record came from (a path or a connector URI), for messages.
+    title_derived : bool
+        True when the source had no title and ``title`` was derived from the abstract.
+    entry_type : str
+        The source's item type (``inproceedings``, ``article``, ``conferencePaper``...), or ''.
+    fields : dict of str to str
+        Further bibliographic fields as the source gave them (volume, pages, publisher...),
+        kept so that an export loses nothing.
+    """
+
+    id: str
+    title: str = ""
+    abstract: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    venue: str = ""
+    doi: str = ""
+    arxiv_id: str = ""
+    url: str = ""
+    keywords: list[str] = field(default_factory=list)
+    date_added: str | None = None
+    source: str = ""
+    title_derived: bool = False
+    entry_type: str = ""
+    fields: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.doi = normalize_doi(self.doi)
+
+    @property
+    def text(self) -> str:
+        """Title and abstract joined: the text the ranking model reads.
+
+        A derived title repeats words of the abstract, so it adds nothing and is left out.
+        """
+        if self.title_derived:
+            return self.abstract
+        return f"{self.title}. {self.abstract}" if self.abstract else self.title
+
+    @property
+    def first_author_surname(self) -> str:
+        return surname(self.authors[0]) if self.authors else ""
+
+    def identity_keys(self) -> list[str]:
+        """All identity keys of this paper, strongest first.
+
+        The rule: DOI, else arXiv id, else normalised title (+ first author surname when
+        known), else a fingerprint of the normalised abstract. Every applicable key is
+        returned, so that a record with a DOI still matches one that only has the title,
+        and an untitled abstract matches the same abstract published with its title.
+        A derived title is not an identity: such papers are identified by their abstract.
+        """
+        keys = []
+        if self.doi:
+            keys.append(f"doi:{self.doi}")
+        if self.arxiv_id:
+            keys.append(f"arxiv:{self.arxiv_id.lower()}")
+        title = "" if self.title_derived else normalize_title(self.title)
+        if title:
+            keys.append(f"title:{title}|{self.first_author_surname}")
+        # Short abstracts ("No abstract available.") are placeholders, not identities.
+        if len(self.abstract.split()) >= MIN_ABSTRACT_WORDS_FOR_IDENTITY:
+            keys.append(f"abstract:{abstract_fingerprint(self.abstract)}")
+        return keys
+
+    @property
+    def identity(self) -> str:
+        """The paper's strongest identity key (see :meth:`identity_keys`)."""
+        keys = self.identity_keys()
+        return keys[0] if keys else f"id:{self.id}"
+
+
+class IdentityIndex:
+    """Answers "is this paper already in that set?" under the shared identity rule.
+
+    Two papers are the same when they share a DOI, an arXiv id, or a normalised title whose
+    first-author surnames agree (or one of them lists no authors), or, for untitled papers,
+    the same abstract fingerprint. Looking a paper up is O(number of its keys).
+    """
+
+    def __init__(self, papers: Iterable[Paper] = ()) -> None:
+        self._by_key: dict[str, Paper] = {}
+        # normalised title -> {first author surname ('' when unknown): paper}
+        self._by_title: dict[str, dict[str, Paper]] = {}
+        for paper in papers:
+            self.add(paper)
+
+    def add(self, paper: Paper) -> None:
+        for key in paper.identity_keys():
+            if key.startswith("title:"):
+                title, _, author = key[len("title:"):].partition("|")
+                self._by_title.setdefault(title, {}).setdefault(author, paper)
+            else:
+                self._by_key.setdefault(key, paper)
+
+    def find(self, paper: Paper) -> Paper | None:
+        """The indexed paper that ``paper`` is the same as, or None."""
+        for key in paper.identity_keys():
+            if key.startswith("title:"):
+                title, _, author = key[len("title:"):].partition("|")
+                by_author = self._by_title.get(title)
+                if not by_author:
+                    continue
+                if author in by_author:
+                    return by_author[author]
+                if not author:
+                    return next(iter(by_author.values()))
+                if "" in by_author:
+                    return by_author[""]
+            elif key in self._by_key:
+                return self._by_key[key]
+        return None
+
+    def __contains__(self, paper: object) -> bool:
+        return isinstance(paper, Paper) and self.find(paper) is not None
+
+
+def deduplicate(papers: Iterable[Paper]) -> Iterator[Paper]:
+    """Yield each distinct paper once (the first occurrence wins), by the identity rule."""
+    seen = IdentityIndex()
+    for paper in papers:
+        if paper in seen:
+            continue
+        seen.add(paper)
+        yield paper

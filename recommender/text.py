@@ -1,0 +1,197 @@
+"""Text normalisation shared by identity matching, features and connectors.
+
+Everything here is pure string work: no I/O, no third-party state.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_DOI_PREFIX_RE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+_DOI_RE = re.compile(r"\b(10\.\d{4,9}/\S+)", re.IGNORECASE)
+# New-style (2007+) and old-style (hep-th/9901001) arXiv identifiers, with an optional version.
+_ARXIV_NEW_RE = re.compile(r"(?<![\d.])(\d{4}\.\d{4,5})(?:v\d+)?(?![\d])")
+_ARXIV_OLD_RE = re.compile(r"\b([a-z\-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?\b")
+_ARXIV_CONTEXT_RE = re.compile(r"arxiv", re.IGNORECASE)
+
+
+def strip_accents(text: str) -> str:
+    """Fold accents so that "Schölkopf" and "Scholkopf" compare equal."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased, accent-folded word tokens (letters and digits)."""
+    return _WORD_RE.findall(strip_accents(text).lower())
+
+
+def normalize_title(title: str) -> str:
+    """Canonical form of a title for identity matching.
+
+    Case, accents, punctuation, LaTeX braces and spacing are ignored:
+    ``"{GeoFlow}: Geometric Flows!"`` and ``"geoflow geometric flows"`` agree.
+    """
+    return " ".join(words(title))
+
+
+def abstract_fingerprint(abstract: str) -> str:
+    """A short, stable hash of an abstract's words (robust to spacing and punctuation)."""
+    canonical = " ".join(words(abstract))
+    return hashlib.sha1(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def normalize_doi(value: str | None) -> str:
+    """Bare lower-case DOI (``10.1234/abc``) from a DOI, ``doi:`` string or doi.org URL; '' if none."""
+    if not value:
+        return ""
+    value = _DOI_PREFIX_RE.sub("", value.strip())
+    match = _DOI_RE.search(value)
+    if not match:
+        return ""
+    return match.group(1).rstrip(".,;)}]").lower()
+
+
+def find_arxiv_id(*values: str | None) -> str:
+    """The first arXiv identifier (without version) found in the given strings; '' if none.
+
+    New-style identifiers (``2006.11239``) are accepted anywhere; old-style ones
+    (``hep-th/9901001``) only in a string that mentions arXiv, to avoid false hits.
+    """
+    for value in values:
+        if not value:
+            continue
+        match = _ARXIV_NEW_RE.search(value)
+        if match and (_ARXIV_CONTEXT_RE.search(value) or re.fullmatch(r"\s*(?:\d{4}\.\d{4,5})(?:v\d+)?\s*", value)):
+            return match.group(1)
+        if _ARXIV_CONTEXT_RE.search(value):
+            old = _ARXIV_OLD_RE.search(value)
+            if old:
+                return old.group(1)
+    return ""
+
+
+def surname(author: str) -> str:
+    """Normalised family name of an author written "First Last" or "Last, First"."""
+    author = author.strip()
+    if not author:
+        return ""
+    if "," in author:
+        family = author.split(",", 1)[0]
+    else:
+        parts = author.split()
+        family = parts[-1] if parts else ""
+    return " ".join(words(family))
+
+
+def truncate(text: str, limit: int) -> str:
+    """Shorten ``text`` to at most ``limit`` characters at a word boundary, with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if text[limit - 1] != " ":  # cut inside a word: drop the partial word
+        cut = cut.rsplit(" ", 1)[0]
+    cut = cut.rstrip(" ,;:-")
+    return cut + "…"
+
+
+# --- Display titles for papers listed without one -------------------------------------------
+
+_INTRO_VERB_RE = re.compile(
+    r"\b(?:we|this (?:paper|work)|our (?:paper|work))\s+(?:\w+\s+)?"
+    r"(?:propose|introduce|present|develop|design|put forward)s?\b\s*",
+    re.IGNORECASE,
+)
+_NAMED_RE = re.compile(r"\b(?:named|called|dubbed|termed(?: as)?|coined)\s+", re.IGNORECASE)
+# A method name: one token with a capital after its first character, or a digit beside
+# letters (GeoFlow, PoE-Bridge, CDLM, Q-Sched, S(H)NAP, LaViDa-R1).
+_NAME_TOKEN = r"[A-Za-z0-9][A-Za-z0-9\-\u2010\u2011()'.]*"
+_LEADING_FILLER_RE = re.compile(
+    r"^(?:(?:a|an|the|two|three|our|new|novel)\b[\s,]*)+",
+    re.IGNORECASE,
+)
+_TITLE_WORD = r"[A-Z][\w\-\u2010\u2011]*"
+_TITLE_WORD_OR_LINK = rf"(?:{_TITLE_WORD}|of|the|for|and|via|with|in|to|on)"
+_EXPANSION_THEN_ACRONYM_RE = re.compile(
+    rf"^({_TITLE_WORD}\s+(?:{_TITLE_WORD_OR_LINK}\s+){{0,6}}{_TITLE_WORD})\s*\((" + _NAME_TOKEN + r")\)"
+)
+_NAME_THEN_EXPANSION_RE = re.compile(rf"^({_NAME_TOKEN})\s*\(((?:{_TITLE_WORD}[\s]*){{2,9}})\)")
+_TITLE_PHRASE_THEN_APPOSITION_RE = re.compile(rf"^((?:{_TITLE_WORD}\s+){{0,3}}{_TITLE_WORD}),\s+(?:a|an|the)\b")
+_APPOSITION_NAME_RE = re.compile(rf"^[^,]{{0,40}},\s*({_NAME_TOKEN}),")
+_CLAUSE_END_RE = re.compile(r"[,;:.!?]|\s(?:which|while|but|whereby)\s")
+_PARENTHETICAL_RE = re.compile(r"\s*\([^()]*\)")
+MAX_DERIVED_TITLE = 72
+
+
+def _is_method_name(token: str) -> bool:
+    letters = [ch for ch in token if ch.isalpha()]
+    if len(token) < 3 or not letters:
+        return False
+    inner_capitals = sum(ch.isupper() for ch in token[1:])
+    has_digit = any(ch.isdigit() for ch in token)
+    return inner_capitals >= 1 or (has_digit and token[0].isupper())
+
+
+def _strip_token(token: str) -> str:
+    token = token.rstrip(".,;:'")
+    if token.count("(") != token.count(")"):
+        token = token.rstrip(")")
+    return token
+
+
+def _name_at(text: str) -> str:
+    """A method name at the start of ``text`` ("GeoFlow, a ..." / "CDLM (Consistent ...)"), or ''."""
+    text = _LEADING_FILLER_RE.sub("", text)
+    match = _EXPANSION_THEN_ACRONYM_RE.match(text)
+    if match and _is_method_name(_strip_token(match.group(2))):
+        return f"{_strip_token(match.group(2))}: {match.group(1)}"
+    match = _NAME_THEN_EXPANSION_RE.match(text)
+    if match and _is_method_name(match.group(1)):
+        return f"{match.group(1)}: {' '.join(match.group(2).split())}"
+    first = _strip_token(text.split(maxsplit=1)[0]) if text.split() else ""
+    if _is_method_name(first):
+        return first
+    match = _TITLE_PHRASE_THEN_APPOSITION_RE.match(text)
+    if match:
+        return match.group(1)
+    match = _APPOSITION_NAME_RE.match(text)
+    if match and _is_method_name(_strip_token(match.group(1))):
+        return _strip_token(match.group(1))
+    return ""
+
+
+def _clause(text: str) -> str:
+    text = _PARENTHETICAL_RE.sub("", text)
+    match = _CLAUSE_END_RE.search(text)
+    clause = text[: match.start()] if match else text
+    clause = _LEADING_FILLER_RE.sub("", clause.strip())
+    return clause[:1].upper() + clause[1:] if clause else ""
+
+
+def derive_title(abstract: str) -> str:
+    """A short display title for a paper known only by its abstract.
+
+    In order of preference: the name of the method the abstract introduces ("we propose
+    PoE-Bridge, ..." -> ``"PoE-Bridge"``, "Esoteric Language Models (Eso-LMs)" ->
+    ``"Eso-LMs: Esoteric Language Models"``); the phrase naming the contribution ("we propose
+    a novel variable-length tokenizer that ..." -> ``"Variable-length tokenizer that ..."``);
+    the abstract's first clause. At most :data:`MAX_DERIVED_TITLE` characters.
+    """
+    text = " ".join(abstract.split())
+    if not text:
+        return ""
+    contribution = ""
+    for regex in (_NAMED_RE, _INTRO_VERB_RE):
+        for match in regex.finditer(text):
+            tail = text[match.end():]
+            name = _name_at(tail)
+            if name:
+                return truncate(name, MAX_DERIVED_TITLE)
+            if regex is _INTRO_VERB_RE and not contribution:
+                contribution = _clause(tail)
+    if len(contribution.split()) >= 3:
+        return truncate(contribution, MAX_DERIVED_TITLE)
+    return truncate(_clause(text), MAX_DERIVED_TITLE)

@@ -1,0 +1,25 @@
+"""Shared test helpers: where the fixtures and the read-only shared data live."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+SHARED = REPO.parent / "shared"
+SEEDS = SHARED / "seeds"
+CONFERENCES = SHARED / "data" / "conferences"
+EXAMPLE_LIBRARY = REPO / "examples" / "diffusion-library.bib"
+
+
+def require(path: Path) -> Path:
+    """Skip the test, with the reason, when shared data is not beside the repository."""
+    if not path.exists():
+        pytest.skip(f"shared data not found at ../shared/{path.relative_to(SHARED) if path.is_relative_to(SHARED) else path}")
+    return path
+
+
+@pytest.fixture
+def seeds() -> Path:
+    return require(SEEDS)
