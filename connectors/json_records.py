@@ -31,7 +31,8 @@ def loads(text: str, source: str = "<string>", lines: bool | None = None) -> lis
         lines = not stripped.startswith("[") and not _is_single_document(stripped)
     records: list[tuple[object, str]] = []
     if lines:
-        for number, line in enumerate(text.splitlines(), start=1):
+        # split("\n"), not splitlines(): U+2028 inside a JSON string is no line break.
+        for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:

@@ -1,26 +1,29 @@
-"""The ranking pipeline: library + collection in, ordered and explained recommendations out."""
+"""The ranking pipeline: library + collection in, ordered, explained and diverse picks out."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence, Union
+from typing import Mapping, Sequence, Union
 
 import numpy as np
 
-from .features import TfidfLibrarySimilarity
+from .feedback import DISLIKED, LIKED
+from .model import Driver, LearnedModel
 from .paper import IdentityIndex, Paper, deduplicate
-from .scoring import WeightedSimilarityScorer
 
 PapersOrSources = Union[str, Path, Sequence[Union[Paper, str, Path]]]
 
 MAX_REASONS = 3
 # Below this cosine a library paper is no real reason for a pick.
 MIN_REASON_SIMILARITY = 0.02
+DEFAULT_DIVERSITY = 0.15
+# MMR re-ranks only the head of the list: deep candidates never reach the top anyway.
+MMR_POOL = 200
 
 
 @dataclass(frozen=True)
 class Reason:
-    """A library paper a pick is close to."""
+    """A library paper a pick is close to, and the terms they share."""
 
     paper: Paper
     similarity: float
@@ -32,13 +35,15 @@ class Recommendation:
     """One ranked paper of the collection.
 
     ``rank`` starts at 1; ``score`` is the model's relevance (higher is better, comparable
-    within one ranking); ``because`` lists up to three library papers it is closest to.
+    within one ranking); ``because`` lists up to three library papers it is closest to;
+    ``drivers`` the model features that raised its score most (learned model only).
     """
 
     paper: Paper
     score: float
     rank: int
     because: list[Reason] = field(default_factory=list)
+    drivers: list[Driver] = field(default_factory=list)
 
 
 @dataclass
@@ -50,6 +55,8 @@ class Ranking:
     already_in_library: list[Paper]
     n_library: int
     model: str
+    liked: list[Paper] = field(default_factory=list)
+    disliked: list[Paper] = field(default_factory=list)
 
 
 def _as_papers(value: PapersOrSources) -> list[Paper]:
@@ -67,55 +74,110 @@ def _as_papers(value: PapersOrSources) -> list[Paper]:
     return papers
 
 
-class Ranker:
-    """Scores a collection against a library with a feature builder and a scorer.
+def mmr_order(scores: np.ndarray, similarity: np.ndarray, diversity: float) -> list[int]:
+    """Maximal marginal relevance: each next pick trades relevance against redundancy.
 
     Parameters
     ----------
-    features : transformer, default=TfidfLibrarySimilarity()
-        Has ``fit(library, corpus=...)``, ``transform(candidates)`` and ``similarities``.
-    scorer : estimator, default=WeightedSimilarityScorer()
-        Has ``fit(X)`` and ``predict(X)`` returning one score per row.
+    scores : ndarray of shape (n,)
+        Relevance, any scale (rescaled to [0, 1] here).
+    similarity : ndarray of shape (n, n)
+        Pairwise similarity of the candidates.
+    diversity : float in [0, 1]
+        0 keeps the relevance order; 1 picks the least redundant paper each time.
+    """
+    n = len(scores)
+    if n == 0:
+        return []
+    spread = scores.max() - scores.min()
+    relevance = (scores - scores.min()) / spread if spread > 0 else np.zeros(n)
+    chosen = [int(np.argmax(relevance))]
+    redundancy = similarity[chosen[0]].copy()
+    available = np.ones(n, dtype=bool)
+    available[chosen[0]] = False
+    while len(chosen) < n:
+        value = (1 - diversity) * relevance - diversity * redundancy
+        value[~available] = -np.inf
+        best = int(np.argmax(value))
+        chosen.append(best)
+        available[best] = False
+        redundancy = np.maximum(redundancy, similarity[best])
+    return chosen
+
+
+class Ranker:
+    """Scores a collection against a library with a model and explains the picks.
+
+    Parameters
+    ----------
+    model : object with ``fit(library, candidates, judgements, library_grades)``, default LearnedModel()
+        See :mod:`recommender.model`.
+    diversity : float in [0, 1], default=0.15
+        Weight of redundancy in the maximal-marginal-relevance re-ranking of the list head.
     """
 
-    def __init__(self, features=None, scorer=None):
-        self.features = features if features is not None else TfidfLibrarySimilarity()
-        self.scorer = scorer if scorer is not None else WeightedSimilarityScorer()
+    def __init__(self, model=None, diversity: float = DEFAULT_DIVERSITY):
+        self.model = model if model is not None else LearnedModel()
+        self.diversity = diversity
 
     def rank(self, library: PapersOrSources, collection: PapersOrSources, top: int | None = None,
-             explain_terms: int = 0) -> Ranking:
+             explain_terms: int = 0, judgements: Mapping[str, int] | None = None) -> Ranking:
         """Rank ``collection`` against ``library``.
 
-        Papers of the collection that are already in the library (same identity) are left
-        out and listed in ``Ranking.already_in_library``. Ties are broken by paper id, so
-        equal inputs always give the same order. ``top`` (None or 0: all) limits the list;
+        Papers of the collection already in the library (same identity) are left out and
+        listed in ``Ranking.already_in_library``. ``judgements`` maps paper id -> +1 (liked)
+        / -1 (disliked), for library and collection papers: a liked candidate joins the
+        library for this run, a disliked one is never recommended, and both teach the model.
+        Equal inputs always give the same order. ``top`` (None or 0: all) limits the list;
         ``explain_terms`` > 0 adds that many shared key terms to each reason.
         """
-        library_papers = [paper for paper in deduplicate(_as_papers(library)) if paper.text.strip()]
-        if not library_papers:
-            raise ValueError("the library has no papers with a title or abstract")
+        if not 0 <= self.diversity <= 1:
+            raise ValueError(f"diversity must be between 0 and 1, got {self.diversity}")
+        judgements = dict(judgements or {})
+        library_papers = [p for p in deduplicate(_as_papers(library)) if p.text.strip()]
         collection_papers = list(deduplicate(_as_papers(collection)))
         known = IdentityIndex(library_papers)
-        candidates, already = [], []
+        candidates, already, liked, disliked = [], [], [], []
         for paper in collection_papers:
-            (already if paper in known else candidates).append(paper)
+            if paper in known:
+                already.append(paper)
+            elif judgements.get(paper.id) == LIKED and paper.text.strip():
+                liked.append(paper)
+            elif judgements.get(paper.id) == DISLIKED:
+                disliked.append(paper)
+            else:
+                candidates.append(paper)
+        disliked += [p for p in library_papers if judgements.get(p.id) == DISLIKED]
+        library_papers = [p for p in library_papers if judgements.get(p.id) != DISLIKED] + liked
+        if not library_papers:
+            raise ValueError("the library has no papers with a title or abstract")
         recommendations: list[Recommendation] = []
         if candidates:
-            self.features.fit(library_papers, corpus=candidates)
-            X = self.features.transform(candidates)
-            scores = self.scorer.fit(X).predict(X)
-            order = sorted(range(len(candidates)), key=lambda i: (-round(float(scores[i]), 12), candidates[i].id))
+            pool = candidates + disliked
+            grades = {i: 2 for i, p in enumerate(library_papers) if judgements.get(p.id) == LIKED}
+            model = self.model.fit(library_papers, pool, judgements={len(candidates) + i: DISLIKED
+                                                                    for i in range(len(disliked))},
+                                   library_grades=grades)
+            scores = np.asarray(model.scores_)[: len(candidates)]
+            order = sorted(range(len(candidates)), key=lambda i: (-round(float(scores[i]), 10), candidates[i].id))
+            if self.diversity > 0 and len(order) > 1:
+                head = np.array(order[:MMR_POOL])
+                similarity = model.candidate_similarity(model.candidate_rows_[head])
+                order = [int(head[i]) for i in mmr_order(scores[head], similarity, self.diversity)] + order[MMR_POOL:]
             if top:
                 order = order[:top]
-            chosen = [candidates[i] for i in order]
-            similarity = self.features.similarities(chosen)
-            for rank, (index, row) in enumerate(zip(order, similarity), start=1):
-                because = self._reasons(candidates[index], row, library_papers, explain_terms)
-                recommendations.append(Recommendation(candidates[index], float(scores[index]), rank, because))
+            rows = model.candidate_rows_[order]
+            similarity_rows = model.similarities(rows)
+            for rank, (index, row_similarity) in enumerate(zip(order, similarity_rows), start=1):
+                because = self._reasons(model, int(model.candidate_rows_[index]), row_similarity,
+                                        library_papers, explain_terms)
+                recommendations.append(Recommendation(candidates[index], float(scores[index]), rank, because,
+                                                      model.drivers(index) if explain_terms else []))
         return Ranking(recommendations, len(candidates), already, len(library_papers),
-                       getattr(self.scorer, "name", type(self.scorer).__name__))
+                       getattr(self.model, "description_", type(self.model).__name__), liked, disliked)
 
-    def _reasons(self, candidate: Paper, similarity_row: np.ndarray, library: list[Paper],
+    @staticmethod
+    def _reasons(model, candidate_row: int, similarity_row: np.ndarray, library: list[Paper],
                  explain_terms: int) -> list[Reason]:
         closest = np.argsort(-similarity_row, kind="stable")[:MAX_REASONS]
         reasons = []
@@ -124,13 +186,13 @@ class Ranker:
                 break
             terms = ()
             if explain_terms:
-                terms = tuple(self.features.shared_terms(candidate, library[index], explain_terms))
+                terms = tuple(model.shared_terms(candidate_row, int(model.library_rows_[index]), explain_terms))
             reasons.append(Reason(library[index], float(similarity_row[index]), terms))
         return reasons
 
 
 def rank(library: PapersOrSources, collection: PapersOrSources, top: int | None = None) -> list[Recommendation]:
-    """Rank the papers of ``collection`` by relevance to ``library``.
+    """Rank the papers of ``collection`` by relevance to ``library`` with the learned model.
 
     Parameters
     ----------

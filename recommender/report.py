@@ -45,6 +45,9 @@ def pick_record(pick: Recommendation) -> dict[str, Any]:
         if reason.terms:
             entry["terms"] = list(reason.terms)
         record["because"].append(entry)
+    if pick.drivers:
+        record["drivers"] = [{"feature": d.feature, "contribution": round(d.contribution, SCORE_DIGITS)}
+                             for d in pick.drivers]
     return record
 
 
@@ -109,6 +112,8 @@ def render_table(ranking: Ranking, caption: str, explain: bool = False, width: i
                 + (f": {', '.join(reason.terms)}" if reason.terms else "")
                 for reason in pick.because
             ) or "-"
+            if pick.drivers:
+                why += "\nmodel: " + ", ".join(f"{d.feature} +{d.contribution:.2f}" for d in pick.drivers)
         else:
             why = truncate(pick.because[0].paper.title, 60) if pick.because else "-"
         table.add_row(str(pick.rank), f"{pick.score:.3f}", title, _venue_year(pick.paper), why)
@@ -120,3 +125,16 @@ def render_table(ranking: Ranking, caption: str, explain: bool = False, width: i
     if any_derived:
         text += f"{DERIVED_MARK} title derived from the abstract (the list gives none)\n"
     return text
+
+
+def render_evaluation(summaries, metrics: Sequence[str], caption: str, width: int = 110) -> str:
+    """The ``litrank evaluate`` table: one row per method, mean ± spread per metric."""
+    table = Table(box=box.SIMPLE_HEAD, caption=caption, caption_justify="left")
+    table.add_column("method")
+    for metric in metrics:
+        table.add_column(metric, justify="right")
+    for method, summary in summaries.items():
+        table.add_row(method, *(f"{summary.mean(m):.3f} ± {summary.std(m):.3f}" for m in metrics))
+    console = Console(width=width, file=io.StringIO(), color_system=None, highlight=False, emoji=False)
+    console.print(table)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n") + "\n"

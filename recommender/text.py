@@ -8,6 +8,19 @@ import hashlib
 import re
 import unicodedata
 
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+# Words every abstract uses whatever its topic; as features they only add noise, and as
+# explanations ("new state", "propose") they explain nothing.
+ACADEMIC_STOP_WORDS = frozenset("""
+    abstract achieve achieves achieved approach approaches art based benchmark benchmarks demonstrate
+    demonstrates existing experiments extensive furthermore however introduce introduces
+    method methods new novel outperform outperforms paper performance present presents propose
+    proposed proposes prior recent recently result results set show shows significantly state study
+    superior task tasks use used uses using various wide widely work works
+""".split())
+STOP_WORDS = sorted(ENGLISH_STOP_WORDS | ACADEMIC_STOP_WORDS)
+
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _DOI_PREFIX_RE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
 _DOI_RE = re.compile(r"\b(10\.\d{4,9}/\S+)", re.IGNORECASE)

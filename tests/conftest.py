@@ -23,3 +23,11 @@ def require(path: Path) -> Path:
 @pytest.fixture
 def seeds() -> Path:
     return require(SEEDS)
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_state(tmp_path_factory, monkeypatch):
+    """Keep the feedback store and caches of a test run out of the user's own directories."""
+    state = tmp_path_factory.mktemp("litrank-state")
+    monkeypatch.setenv("LITRANK_DATA_DIR", str(state / "data"))
+    monkeypatch.setenv("LITRANK_CACHE_DIR", str(state / "cache"))

@@ -31,7 +31,8 @@ def test_rank_without_arguments_uses_the_bundled_defaults():
 
 
 def test_jsonl_of_the_whole_seed_collection_has_70_lines():
-    result = run("rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(require(SEEDS)), "-n", "0", "--format", "jsonl")
+    result = run("rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(require(SEEDS)), "-n", "0", "--format", "jsonl",
+                 "--diversity", "0")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert len(lines) == 70

@@ -1,7 +1,7 @@
 import pytest
 
 import connectors
-from tests.conftest import DATA, SEEDS, require
+from tests.conftest import SEEDS, require
 
 
 def test_unknown_format_lists_the_supported_ones(tmp_path):

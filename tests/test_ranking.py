@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
 
-import connectors
 import recommender
 from recommender import Paper, Ranker
-from recommender.features import TfidfLibrarySimilarity, aggregate_similarities
-from recommender.scoring import WeightedSimilarityScorer
+from recommender.model import LearnedModel, SimilarityModel
+from recommender.ranking import mmr_order
 from tests.conftest import EXAMPLE_LIBRARY, SEEDS, require
 
 LIBRARY = [
@@ -25,60 +24,75 @@ COLLECTION = [
 ]
 
 
-def test_aggregation_shapes_and_values():
-    similarity = np.array([[0.1, 0.9, 0.5], [0.0, 0.0, 0.3]])
-    features = aggregate_similarities(similarity, np.array([0.4, 0.1]), top_k=2)
-    assert features.shape == (2, 3)
-    np.testing.assert_allclose(features, [[0.9, 0.7, 0.4], [0.3, 0.15, 0.1]])
-    assert aggregate_similarities(np.zeros((2, 0)), np.zeros(2), 3).shape == (2, 3)
-
-
-def test_feature_builder_follows_estimator_conventions():
-    builder = TfidfLibrarySimilarity(top_k=2)
-    assert builder.get_params()["top_k"] == 2
-    X = builder.fit(LIBRARY, corpus=COLLECTION).transform(COLLECTION)
-    assert X.shape == (4, 3)
-    assert list(builder.get_feature_names_out()) == ["tfidf_max", "tfidf_topk_mean", "tfidf_centroid"]
-    assert X[0, 0] > X[2, 0] and X[1, 0] > X[2, 0]
-    assert builder.similarities(COLLECTION[:1]).shape == (1, 3)
-    assert "flow matching" in builder.shared_terms(COLLECTION[1], LIBRARY[1])
-    with pytest.raises(ValueError, match="library is empty"):
-        TfidfLibrarySimilarity().fit([])
-
-
-def test_scorer_is_a_weighted_sum():
-    scorer = WeightedSimilarityScorer(weights=(1.0, 0.0, 2.0)).fit(np.ones((2, 3)))
-    np.testing.assert_allclose(scorer.predict([[0.5, 9, 0.25], [0, 0, 0]]), [1.0, 0.0])
-    with pytest.raises(ValueError, match="3 features but 2 weights"):
-        WeightedSimilarityScorer(weights=(1, 1)).fit(np.ones((1, 3)))
-
-
-def test_rank_orders_explains_and_skips_library_papers():
-    ranking = Ranker().rank(LIBRARY, COLLECTION, explain_terms=3)
+def test_v1_similarity_model_orders_explains_and_skips_library_papers():
+    ranking = Ranker(SimilarityModel(), diversity=0).rank(LIBRARY, COLLECTION, explain_terms=3)
     assert [p.id for p in ranking.already_in_library] == ["c-dup"]
-    assert ranking.n_candidates == 3
+    assert ranking.n_candidates == 3 and ranking.model == "tfidf-similarity-v1"
     ids = [pick.paper.id for pick in ranking.recommendations]
     assert ids[-1] == "c-bio" and set(ids[:2]) == {"c-diff", "c-flow"}
     assert [pick.rank for pick in ranking.recommendations] == [1, 2, 3]
     flow = next(pick for pick in ranking.recommendations if pick.paper.id == "c-flow")
-    assert flow.because[0].paper.id == "fm" and flow.because[0].terms
-    bio = ranking.recommendations[-1]
-    assert bio.score < ranking.recommendations[1].score
+    assert flow.because[0].paper.id == "fm" and "flow matching" in flow.because[0].terms
 
 
-def test_rank_is_deterministic_and_top_limits():
-    first = recommender.rank(LIBRARY, COLLECTION, top=2)
-    second = recommender.rank(list(LIBRARY), list(COLLECTION), top=2)
-    assert len(first) == 2
+def test_tiny_library_is_ranked_by_the_prior_and_says_so():
+    ranking = Ranker().rank(LIBRARY, COLLECTION)
+    assert "pre-trained LightGBM prior" in ranking.model and "under 8 papers" in ranking.model
+    assert ranking.recommendations[-1].paper.id == "c-bio"
+    with pytest.raises(ValueError, match="fewer than the 8 needed"):
+        Ranker(LearnedModel(prior=None)).rank(LIBRARY, COLLECTION)
+
+
+def test_learned_ranking_is_deterministic_and_top_limits():
+    library, collection = EXAMPLE_LIBRARY, require(SEEDS)
+    first = recommender.rank(library, collection, top=10)
+    second = recommender.rank(library, collection, top=10)
+    assert len(first) == 10
     assert [(r.paper.id, r.score) for r in first] == [(r.paper.id, r.score) for r in second]
+    assert Ranker().rank(library, collection, top=3).model.startswith("learned: LightGBM trained on your 54 papers")
 
 
-def test_rank_accepts_paths():
-    picks = recommender.rank(EXAMPLE_LIBRARY, require(SEEDS), top=5)
-    assert len(picks) == 5 and all(p.paper.venue == "ICML" for p in picks)
-    assert picks[0].score >= picks[-1].score
-    # The example library is about diffusion: the top pick is close to one of its papers.
-    assert picks[0].because and picks[0].because[0].similarity > 0.05
+def test_explanations_carry_terms_and_model_drivers():
+    ranking = Ranker().rank(EXAMPLE_LIBRARY, require(SEEDS), top=3, explain_terms=4)
+    for pick in ranking.recommendations:
+        assert 1 <= len(pick.because) <= 3 and all(len(r.terms) <= 4 for r in pick.because)
+        assert pick.because[0].similarity >= pick.because[-1].similarity
+        assert pick.drivers and all(d.contribution > 0 for d in pick.drivers)
+
+
+def test_mmr_trades_relevance_for_novelty():
+    scores = np.array([1.0, 0.95, 0.5])
+    similarity = np.array([[1.0, 0.99, 0.0], [0.99, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    assert mmr_order(scores, similarity, 0.0) == [0, 1, 2]
+    assert mmr_order(scores, similarity, 0.5) == [0, 2, 1]  # the near-duplicate drops
+    assert mmr_order(np.array([]), np.zeros((0, 0)), 0.5) == []
+
+
+def test_diversity_spreads_the_head_of_the_list():
+    library, collection = EXAMPLE_LIBRARY, require(SEEDS)
+    plain = Ranker(SimilarityModel(), diversity=0).rank(library, collection, top=10)
+    diverse = Ranker(SimilarityModel(), diversity=0.6).rank(library, collection, top=10)
+    assert plain.recommendations[0].paper.id == diverse.recommendations[0].paper.id
+    assert [p.paper.id for p in plain.recommendations] != [p.paper.id for p in diverse.recommendations]
+    with pytest.raises(ValueError, match="diversity"):
+        Ranker(diversity=1.5).rank(LIBRARY, COLLECTION)
+
+
+def test_feedback_removes_disliked_and_lifts_neighbours_of_liked():
+    library, collection = EXAMPLE_LIBRARY, require(SEEDS)
+    base = Ranker(diversity=0).rank(library, collection)
+    position = {pick.paper.id: pick.rank for pick in base.recommendations}
+    disliked = base.recommendations[0].paper
+    # Like a paper from the bottom half; its nearest neighbour in the collection should rise.
+    liked = base.recommendations[len(base.recommendations) // 2 + 5].paper
+    candidates = [p.paper for p in base.recommendations if p.paper.id not in (liked.id, disliked.id)]
+    model = SimilarityModel().fit([liked], candidates)
+    neighbour = candidates[int(np.argmax(model.similarities(model.candidate_rows_)[:, 0]))]
+    judged = Ranker(diversity=0).rank(library, collection, judgements={disliked.id: -1, liked.id: 1})
+    after = {pick.paper.id: pick.rank for pick in judged.recommendations}
+    assert disliked.id not in after and liked.id not in after
+    assert [p.id for p in judged.disliked] == [disliked.id] and [p.id for p in judged.liked] == [liked.id]
+    assert after[neighbour.id] < position[neighbour.id]
 
 
 def test_empty_library_is_an_error():

@@ -6,7 +6,7 @@ import pytest
 import connectors
 from connectors import csv_records, json_records
 from recommender import Paper
-from tests.conftest import CONFERENCES, DATA, require
+from tests.conftest import CONFERENCES, require
 
 
 def test_shared_conference_jsonl_gz_loads_every_record():

@@ -1,0 +1,118 @@
+"""Author-continuity benchmark: litrank against today's scoring rules, on real conference data.
+
+For each configuration (ICML 2013–2018 → 2019, NeurIPS 2010–2017 → 2018, ICLR 2017 → 2018)
+and track (``text``: no authors anywhere; ``authors``: the author's own name removed from
+every paper), every qualifying author's earlier papers are the library and the target
+year's full list is the collection; the author's own target-year papers are the relevant
+ones. All methods run on the same tasks in the same run.
+
+    python -m benchmarks.run_author_continuity                      # everything (~15 min on 2 cores)
+    python -m benchmarks.run_author_continuity --configs icml2019 --max-tasks 60
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.author_continuity import CONFIGS, DEFAULT_CONFERENCES, TRACKS, build_tasks
+from benchmarks.shared_representations import SharedRepresentations
+from recommender.evaluation import (BASELINES, METRICS, MethodSummary, method_scores, rank_ids,
+                                    ranking_metrics)
+from recommender.model import LearnedModel
+from recommender.representations import RepresentationBuilder
+
+REPORTED = ("ndcg@10", "recall@20", "mrr")
+
+
+def run_config(config: str, track: str, conferences: Path, methods: list[str], max_tasks: int | None,
+               model_factory=LearnedModel, embedder=None) -> tuple[dict[str, MethodSummary], dict]:
+    started = time.perf_counter()
+    tasks = build_tasks(conferences, config, track, max_tasks=max_tasks)
+    shared = SharedRepresentations([task.library for task in tasks], tasks[0].collection,
+                                   RepresentationBuilder(embedder=embedder))
+    setup = time.perf_counter() - started
+    summaries = {method: MethodSummary() for method in methods}
+    seconds = {method: 0.0 for method in methods}
+    for index, task in enumerate(tasks):
+        for method in methods:
+            start = time.perf_counter()
+            if method == "litrank":
+                rep = shared.for_task(task.library, task.collection)
+                n = len(task.library)
+                scores = model_factory().fit_representations(
+                    rep, np.arange(n), np.arange(n, n + len(task.collection)), task.library).scores_
+            else:
+                scores = method_scores(method, task.library, task.collection, seed=index, embedder=embedder)
+            seconds[method] += time.perf_counter() - start
+            summaries[method].add(ranking_metrics(rank_ids(task.collection, scores), task.relevant))
+    info = {"tasks": len(tasks), "collection": len(tasks[0].collection),
+            "mean_library": float(np.mean([len(t.library) for t in tasks])),
+            "setup_seconds": round(setup, 1), "seconds": {m: round(s, 1) for m, s in seconds.items()}}
+    return summaries, info
+
+
+def markdown(results: dict) -> str:
+    columns = [(config, track) for config in results for track in results[config]]
+    methods = list(next(iter(next(iter(results.values())).values()))["methods"])
+    header = "| method | " + " | ".join(f"{c} {t}: nDCG@10 / R@20 / MRR" for c, t in columns) + " |"
+    lines = [header, "|" + " --- |" * (len(columns) + 1)]
+    for method in methods:
+        cells = []
+        for config, track in columns:
+            values = results[config][track]["methods"][method]
+            cells.append(" / ".join(f"{values[m]['mean']:.3f}" for m in REPORTED))
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--tracks", nargs="+", default=list(TRACKS), choices=list(TRACKS))
+    parser.add_argument("--max-tasks", type=int, default=None, help="a seeded sample of authors per config")
+    parser.add_argument("--methods", nargs="+", default=["litrank", *BASELINES, "litrank_v1"])
+    parser.add_argument("--conferences", type=Path, default=DEFAULT_CONFERENCES)
+    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--embedder", default=None, help="add embedding features and the recency_cosine_embedding "
+                                                         "baseline ('default' = all-MiniLM-L6-v2; needs the extra)")
+    args = parser.parse_args(argv)
+    embedder = None
+    if args.embedder:
+        from recommender.embeddings import DEFAULT_EMBEDDER, SentenceEmbedder
+
+        embedder = SentenceEmbedder(DEFAULT_EMBEDDER if args.embedder == "default" else args.embedder)
+        if "recency_cosine_embedding" not in args.methods:
+            args.methods.append("recency_cosine_embedding")
+    if not args.conferences.is_dir():
+        print(f"conference data not found at {args.conferences}", file=sys.stderr)
+        return 2
+    results: dict = {}
+    for config in args.configs:
+        for track in args.tracks:
+            summaries, info = run_config(config, track, args.conferences, args.methods, args.max_tasks,
+                                         embedder=embedder)
+            results.setdefault(config, {})[track] = {
+                **info,
+                "methods": {m: {metric: {"mean": s.mean(metric), "std": s.std(metric)} for metric in METRICS}
+                            for m, s in summaries.items()},
+            }
+            best = max((m for m in summaries if m not in ("litrank", "litrank_v1")), key=lambda m: summaries[m].mean("ndcg@10"))
+            print(f"{config} {track}: {info['tasks']} tasks, collection {info['collection']}, "
+                  f"mean library {info['mean_library']:.1f}; litrank nDCG@10 {summaries['litrank'].mean('ndcg@10'):.3f} "
+                  f"vs best baseline {best} {summaries[best].mean('ndcg@10'):.3f} "
+                  f"({summaries['litrank'].mean('ndcg@10') / max(summaries[best].mean('ndcg@10'), 1e-9) - 1:+.1%}); "
+                  f"seconds {info['seconds']}", flush=True)
+    print()
+    print(markdown(results))
+    if args.output:
+        args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
