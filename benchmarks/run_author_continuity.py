@@ -23,10 +23,18 @@ from benchmarks.author_continuity import CONFIGS, DEFAULT_CONFERENCES, TRACKS, b
 from benchmarks.shared_representations import SharedRepresentations
 from recommender.evaluation import (BASELINES, METRICS, MethodSummary, method_scores, rank_ids,
                                     ranking_metrics)
-from recommender.model import LearnedModel
+from recommender.model import LearnedModel, SimilarityModel
 from recommender.representations import RepresentationBuilder
 
 REPORTED = ("ndcg@10", "recall@20", "mrr")
+# Computed on the representations shared by all tasks of a configuration; litrank_lexical is
+# litrank without embedding features (it differs from litrank only with --embedder).
+SHARED_REPRESENTATION_METHODS = ("litrank", "litrank_lexical", "litrank_v1")
+
+
+# Baselines read no author fields, so both tracks give them identical tasks: the text track's
+# results are reused for the authors track (same authors, same order).
+_TEXT_ONLY_RESULTS: dict[tuple[str, str, int | None], tuple[MethodSummary, float]] = {}
 
 
 def run_config(config: str, track: str, conferences: Path, methods: list[str], max_tasks: int | None,
@@ -38,18 +46,29 @@ def run_config(config: str, track: str, conferences: Path, methods: list[str], m
     setup = time.perf_counter() - started
     summaries = {method: MethodSummary() for method in methods}
     seconds = {method: 0.0 for method in methods}
+    reused = [m for m in methods if m not in SHARED_REPRESENTATION_METHODS and (config, m, max_tasks) in _TEXT_ONLY_RESULTS]
+    for method in reused:
+        summaries[method], seconds[method] = _TEXT_ONLY_RESULTS[(config, method, max_tasks)]
     for index, task in enumerate(tasks):
         for method in methods:
+            if method in reused:
+                continue
             start = time.perf_counter()
-            if method == "litrank":
+            if method in SHARED_REPRESENTATION_METHODS:
                 rep = shared.for_task(task.library, task.collection)
+                if method != "litrank":  # litrank_lexical / litrank_v1 do without embeddings
+                    rep.vectors.pop("embedding", None)
+                model = SimilarityModel() if method == "litrank_v1" else model_factory()
                 n = len(task.library)
-                scores = model_factory().fit_representations(
-                    rep, np.arange(n), np.arange(n, n + len(task.collection)), task.library).scores_
+                scores = model.fit_representations(rep, np.arange(n), np.arange(n, n + len(task.collection)),
+                                                   task.library).scores_
             else:
                 scores = method_scores(method, task.library, task.collection, seed=index, embedder=embedder)
             seconds[method] += time.perf_counter() - start
             summaries[method].add(ranking_metrics(rank_ids(task.collection, scores), task.relevant))
+    for method in methods:
+        if method not in SHARED_REPRESENTATION_METHODS:
+            _TEXT_ONLY_RESULTS[(config, method, max_tasks)] = (summaries[method], seconds[method])
     info = {"tasks": len(tasks), "collection": len(tasks[0].collection),
             "mean_library": float(np.mean([len(t.library) for t in tasks])),
             "setup_seconds": round(setup, 1), "seconds": {m: round(s, 1) for m, s in seconds.items()}}
@@ -86,8 +105,9 @@ def main(argv=None) -> int:
         from recommender.embeddings import DEFAULT_EMBEDDER, SentenceEmbedder
 
         embedder = SentenceEmbedder(DEFAULT_EMBEDDER if args.embedder == "default" else args.embedder)
-        if "recency_cosine_embedding" not in args.methods:
-            args.methods.append("recency_cosine_embedding")
+        for extra in ("litrank_lexical", "recency_cosine_embedding"):
+            if extra not in args.methods:
+                args.methods.append(extra)
     if not args.conferences.is_dir():
         print(f"conference data not found at {args.conferences}", file=sys.stderr)
         return 2
@@ -101,7 +121,8 @@ def main(argv=None) -> int:
                 "methods": {m: {metric: {"mean": s.mean(metric), "std": s.std(metric)} for metric in METRICS}
                             for m, s in summaries.items()},
             }
-            best = max((m for m in summaries if m not in ("litrank", "litrank_v1")), key=lambda m: summaries[m].mean("ndcg@10"))
+            best = max((m for m in summaries if m not in SHARED_REPRESENTATION_METHODS),
+                       key=lambda m: summaries[m].mean("ndcg@10"))
             print(f"{config} {track}: {info['tasks']} tasks, collection {info['collection']}, "
                   f"mean library {info['mean_library']:.1f}; litrank nDCG@10 {summaries['litrank'].mean('ndcg@10'):.3f} "
                   f"vs best baseline {best} {summaries[best].mean('ndcg@10'):.3f} "

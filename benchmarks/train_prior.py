@@ -40,7 +40,7 @@ TRAINING_CONFIGS = {
 }
 DATA = Path(__file__).resolve().parents[1] / "recommender" / "data"
 MAX_NEGATIVES = 400
-PRIOR_PARAMS = dict(n_estimators=300, learning_rate=0.05, num_leaves=15, min_child_samples=40)
+PRIOR_PARAMS = dict(n_estimators=200, learning_rate=0.05, num_leaves=7, min_child_samples=100)
 
 
 def training_matrix(conferences: Path, configs: dict, seed: int = 0, verbose: bool = True, embedder=None):

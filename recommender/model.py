@@ -170,16 +170,17 @@ class LearnedModel(_TermExplainer):
         if not parts:
             raise ValueError(f"the library has {len(library)} papers, fewer than the {self.min_library} needed "
                              "to train a ranker, and no pre-trained ranker is installed")
+        extra = f" with {getattr(self.embedder, 'model_id', 'dense')} embeddings" if with_embeddings else ""
         if len(parts) == 2:
             self.scores_ = (1 - self.prior_weight) * _zscore(parts[0][1]) + self.prior_weight * _zscore(parts[1][1])
-            self.description_ = f"learned: LightGBM trained on your {len(library)} papers + pre-trained prior"
+            self.description_ = f"learned: LightGBM{extra} trained on your {len(library)} papers + pre-trained prior"
         elif parts[0][0] == "own":
             self.scores_ = parts[0][1]
-            self.description_ = f"learned: LightGBM trained on your {len(library)} papers"
+            self.description_ = f"learned: LightGBM{extra} trained on your {len(library)} papers"
         else:
             self.scores_ = prior_scores
             reason = f"library under {self.min_library} papers" if len(library) < self.min_library else "prior only"
-            self.description_ = f"learned: pre-trained LightGBM prior ({reason})"
+            self.description_ = f"learned: pre-trained LightGBM prior{extra} ({reason})"
         self.prior_model_ = prior
         return self
 
@@ -202,10 +203,14 @@ class SimilarityModel(_TermExplainer):
     def fit(self, library: Sequence[Paper], candidates: Sequence[Paper], judgements=None, library_grades=None):
         papers = list(library) + list(candidates)
         # LSA only serves the diversity re-ranking (candidate_similarity), not the v1 score.
-        self.rep_ = RepresentationBuilder(use_char=False).build(papers, len(library))
-        self.library_rows_ = np.arange(len(library))
-        self.candidate_rows_ = np.arange(len(library), len(papers))
-        X = candidate_features(self.rep_, self.candidate_rows_, self.library_rows_, library)
+        rep = RepresentationBuilder(use_char=False).build(papers, len(library))
+        return self.fit_representations(rep, np.arange(len(library)), np.arange(len(library), len(papers)), library)
+
+    def fit_representations(self, rep: Representations, library_rows, candidate_rows, library: Sequence[Paper],
+                            judgements=None, library_grades=None) -> "SimilarityModel":
+        """:meth:`fit` on precomputed representations (see :meth:`LearnedModel.fit_representations`)."""
+        self.rep_, self.library_rows_, self.candidate_rows_ = rep, np.asarray(library_rows), np.asarray(candidate_rows)
+        X = candidate_features(rep, self.candidate_rows_, self.library_rows_, library)
         self.scores_ = X[:, :3] @ np.asarray(self.weights, dtype=float)
         self.description_ = "tfidf-similarity-v1"
         return self

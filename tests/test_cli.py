@@ -135,3 +135,25 @@ def test_bundled_defaults_match_the_examples():
     bundled = sorted(p.read_bytes() for p in defaults.bundled_collection().glob("*.txt"))
     examples = sorted(p.read_bytes() for p in (EXAMPLE_LIBRARY.parent / "icml2026").glob("*.txt"))
     assert bundled == examples and len(bundled) == 4
+
+
+def test_feedback_round_trip_through_the_cli():
+    first = [json.loads(line) for line in run("rank", "-n", "0", "--format", "jsonl").stdout.splitlines()]
+    disliked, liked = first[0]["id"], first[40]["id"]
+    assert run("feedback", "--dislike", disliked, "--like", liked).exit_code == 0
+    result = run("rank", "-n", "0", "--format", "jsonl")
+    assert "Using 2 judgements of yours (1 liked, 1 disliked)." in result.stderr
+    assert "1 disliked paper will not be recommended." in result.stderr
+    ids = [json.loads(line)["id"] for line in result.stdout.splitlines()]
+    assert disliked not in ids and liked not in ids and len(ids) == 68
+    ignored = run("rank", "-n", "0", "--format", "jsonl", "--no-feedback")
+    assert disliked in ignored.stdout and "judgements" not in ignored.stderr
+
+
+def test_model_choice_and_embedder_without_the_extra(monkeypatch):
+    result = run("rank", "-n", "3", "--model", "similarity", "--format", "jsonl")
+    assert result.exit_code == 0 and "Ranked by tfidf-similarity-v1." in result.stderr
+    assert "Ranked by learned: LightGBM trained on your 54 papers" in run("rank", "-n", "1").stderr
+    monkeypatch.setattr("recommender.embeddings.embeddings_available", lambda: False)
+    missing = run("rank", "--embedder", "default")
+    assert missing.exit_code == 2 and "pip install 'litrank[embeddings]'" in missing.stderr

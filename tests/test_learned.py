@@ -92,3 +92,18 @@ def test_learned_model_trains_on_the_library_and_beats_chance(corpus):
     assert "trained on your 48 papers" in model.description_
     # The six hidden library papers rank far above the median conference paper.
     assert np.median(hidden) > np.percentile(scores[: len(collection)], 75)
+
+
+def test_learned_model_with_real_embeddings(tmp_path):
+    pytest.importorskip("sentence_transformers", reason="dense embeddings need pip install 'litrank[embeddings]'")
+    from recommender.embeddings import SentenceEmbedder
+
+    library = connectors.load(EXAMPLE_LIBRARY)
+    collection = connectors.load(require(SEEDS))
+    embedder = SentenceEmbedder(cache_dir=tmp_path)
+    model = LearnedModel(embedder=embedder).fit(library, collection)
+    assert model.X_.shape == (70, len(feature_names(True)))
+    assert "embeddings" in model.description_ and model.prior_model_.feature_names_ == feature_names(True)
+    assert embedder.n_embedded == len(library) + len(collection)
+    again = LearnedModel(embedder=embedder).fit(library, collection)
+    assert embedder.n_embedded == 0 and np.array_equal(again.scores_, model.scores_)
