@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer, TfidfVectorizer
 from sklearn.preprocessing import normalize
 
 from .paper import Paper
@@ -44,14 +44,14 @@ class Representations:
     blocks : dict of str to ndarray of shape (N, n_library)
         Cosine similarities for the vector representations; ``bm25`` (each library paper as
         a query, scaled by its best match) and ``authors`` (shared author count).
-    word_vectorizer : TfidfVectorizer
-        The fitted word model, for explanations.
+    word_vectorizer : CountVectorizer
+        The fitted word tokeniser (its vocabulary names the word columns), for explanations.
     """
 
     n_library: int
     vectors: dict = field(default_factory=dict)
     blocks: dict = field(default_factory=dict)
-    word_vectorizer: TfidfVectorizer | None = None
+    word_vectorizer: CountVectorizer | None = None
     has_authors: bool = False
     # Sparse (N, n_terms) rows: BM25 document weights and raw term counts, for the score
     # of each candidate against the whole library (any subset of it) as one query.
@@ -84,14 +84,15 @@ class RepresentationBuilder:
         texts = [paper.text for paper in papers]
         result = Representations(n_library=n_library)
         max_df = 0.9 if len(texts) >= 10 else 1.0
-        word = TfidfVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
-                               min_df=2 if len(texts) >= 200 else 1, max_df=max_df, sublinear_tf=True,
-                               dtype=np.float32)
+        # One tokenisation serves the word TF-IDF (uni+bigrams) and BM25 (its unigram columns).
+        counter = CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
+                                  min_df=2 if len(texts) >= 200 else 1, max_df=max_df, dtype=np.float32)
         try:
-            word_rows = word.fit_transform(texts)
+            counts = sparse.csr_matrix(counter.fit_transform(texts))
         except ValueError as exc:
             raise ValueError(f"cannot build a vocabulary from the papers' texts ({exc})") from None
-        result.word_vectorizer = word
+        word_rows = TfidfTransformer(sublinear_tf=True).fit_transform(counts).astype(np.float32)
+        result.word_vectorizer = counter
         result.vectors["word"] = word_rows
         if self.use_char:
             char = TfidfVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode",
@@ -112,16 +113,16 @@ class RepresentationBuilder:
         for name, rows in result.vectors.items():
             block = rows @ rows[:n_library].T
             result.blocks[name] = block.toarray() if sparse.issparse(block) else np.asarray(block)
-        result.term_counts, result.bm25_weights = _bm25_rows(texts)
+        unigrams = np.array([" " not in term for term in counter.get_feature_names_out()])
+        result.term_counts, result.bm25_weights = _bm25_rows(counts[:, unigrams])
         result.blocks["bm25"] = _bm25_block(result.term_counts, result.bm25_weights, n_library)
         result.blocks["authors"], result.has_authors = author_block(papers, n_library)
         return result
 
 
-def _bm25_rows(texts: list[str], k1: float = 1.2, b: float = 0.75) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
-    """Term counts and Okapi BM25 document weights of ``texts``, both of shape (N, n_terms)."""
-    counts = sparse.csr_matrix(
-        CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, dtype=np.float32).fit_transform(texts))
+def _bm25_rows(counts: sparse.csr_matrix, k1: float = 1.2, b: float = 0.75) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+    """Term counts and Okapi BM25 document weights, both of shape (N, n_terms), from term counts."""
+    counts = sparse.csr_matrix(counts)
     n_docs = counts.shape[0]
     document_frequency = np.bincount(counts.indices, minlength=counts.shape[1])
     idf = np.log1p((n_docs - document_frequency + 0.5) / (document_frequency + 0.5)).astype(np.float32)

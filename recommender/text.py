@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -32,6 +33,8 @@ _ARXIV_CONTEXT_RE = re.compile(r"arxiv", re.IGNORECASE)
 
 def strip_accents(text: str) -> str:
     """Fold accents so that "Schölkopf" and "Scholkopf" compare equal."""
+    if text.isascii():
+        return text
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
@@ -41,6 +44,7 @@ def words(text: str) -> list[str]:
     return _WORD_RE.findall(strip_accents(text).lower())
 
 
+@lru_cache(maxsize=1 << 16)
 def normalize_title(title: str) -> str:
     """Canonical form of a title for identity matching.
 
@@ -50,6 +54,7 @@ def normalize_title(title: str) -> str:
     return " ".join(words(title))
 
 
+@lru_cache(maxsize=1 << 16)
 def abstract_fingerprint(abstract: str) -> str:
     """A short, stable hash of an abstract's words (robust to spacing and punctuation)."""
     canonical = " ".join(words(abstract))
