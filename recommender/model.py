@@ -88,7 +88,7 @@ class _TermExplainer:
 
 
 class LearnedModel(_TermExplainer):
-    """litrank's ranker: LightGBM lambdarank over ~25 library-derived features.
+    """litrank's ranker: LightGBM lambdarank over 22 library-derived features (26 with embeddings).
 
     With a library of at least ``min_library`` papers, a ranker is trained on the library
     itself (self-supervised, see :mod:`recommender.learned`) and blended with the pre-trained

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from .paper import Paper
 from .ranking import Ranking, Recommendation
+from .signals import describe_feature
 from .text import truncate
 
 DERIVED_MARK = "†"
@@ -46,8 +47,8 @@ def pick_record(pick: Recommendation) -> dict[str, Any]:
             entry["terms"] = list(reason.terms)
         record["because"].append(entry)
     if pick.drivers:
-        record["drivers"] = [{"feature": d.feature, "contribution": round(d.contribution, SCORE_DIGITS)}
-                             for d in pick.drivers]
+        record["drivers"] = [{"feature": d.feature, "label": describe_feature(d.feature),
+                              "contribution": round(d.contribution, SCORE_DIGITS)} for d in pick.drivers]
     return record
 
 
@@ -113,7 +114,8 @@ def render_table(ranking: Ranking, caption: str, explain: bool = False, width: i
                 for reason in pick.because
             ) or "-"
             if pick.drivers:
-                why += "\nmodel: " + ", ".join(f"{d.feature} +{d.contribution:.2f}" for d in pick.drivers)
+                why += "\nmodel: " + ", ".join(f"{describe_feature(d.feature)} +{d.contribution:.2f}"
+                                              for d in pick.drivers)
         else:
             why = truncate(pick.because[0].paper.title, 60) if pick.because else "-"
         table.add_row(str(pick.rank), f"{pick.score:.3f}", title, _venue_year(pick.paper), why)

@@ -16,6 +16,7 @@ from scipy import sparse
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer, TfidfVectorizer
 from sklearn.preprocessing import normalize
+from threadpoolctl import threadpool_limits
 
 from .paper import Paper
 from .text import STOP_WORDS, strip_accents, words
@@ -100,7 +101,10 @@ class RepresentationBuilder:
             result.vectors["char"] = char.fit_transform(texts)
         if self.lsa_components and min(word_rows.shape) > self.lsa_components + 1:
             svd = TruncatedSVD(self.lsa_components, algorithm="randomized", n_iter=3, random_state=self.random_state)
-            result.vectors["lsa"] = normalize(svd.fit_transform(word_rows)).astype(np.float32)
+            # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
+            # OpenBLAS threads than on one (thread hand-off dominates at this size).
+            with threadpool_limits(1, user_api="blas"):
+                result.vectors["lsa"] = normalize(svd.fit_transform(word_rows)).astype(np.float32)
         titles = [_title_text(paper) for paper in papers]
         if any(titles):
             title = TfidfVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, sublinear_tf=True, dtype=np.float32)

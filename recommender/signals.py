@@ -16,6 +16,25 @@ COSINE_REPRESENTATIONS = ("word", "char", "lsa", "title")
 COSINE_AGGREGATIONS = ("max", "top3", "centroid", "recency")
 
 
+_REPRESENTATION_LABELS = {"word": "words", "char": "character n-grams", "lsa": "topics", "title": "titles",
+                          "embedding": "embeddings"}
+_AGGREGATION_LABELS = {"max": "closest paper", "top3": "3 closest papers", "centroid": "library as a whole",
+                       "recency": "recent additions"}
+_OTHER_LABELS = {"bm25_max": "BM25, closest paper", "bm25_top3": "BM25, 3 closest papers",
+                 "bm25_library": "BM25, whole library", "keyterms": "your distinctive terms",
+                 "authors_max": "co-authors", "authors_share": "authors shared with many papers"}
+
+
+def describe_feature(name: str) -> str:
+    """A reader's label for a feature name: "word_top3" -> "words: 3 closest papers"."""
+    if name in _OTHER_LABELS:
+        return _OTHER_LABELS[name]
+    representation, _, aggregation = name.rpartition("_")
+    if representation in _REPRESENTATION_LABELS and aggregation in _AGGREGATION_LABELS:
+        return f"{_REPRESENTATION_LABELS[representation]}: {_AGGREGATION_LABELS[aggregation]}"
+    return name
+
+
 def feature_names(with_embeddings: bool = False) -> list[str]:
     """Column names of :func:`candidate_features`; the embedding columns come last, so the
     features without embeddings are a prefix of those with them."""

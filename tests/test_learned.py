@@ -107,3 +107,11 @@ def test_learned_model_with_real_embeddings(tmp_path):
     assert embedder.n_embedded == len(library) + len(collection)
     again = LearnedModel(embedder=embedder).fit(library, collection)
     assert embedder.n_embedded == 0 and np.array_equal(again.scores_, model.scores_)
+
+
+def test_every_feature_has_a_readable_label():
+    from recommender.signals import describe_feature
+
+    labels = [describe_feature(name) for name in feature_names(True)]
+    assert len(set(labels)) == len(labels) and not any("_" in label for label in labels)
+    assert describe_feature("word_top3") == "words: 3 closest papers"
