@@ -176,8 +176,8 @@ def _judgements(library, collection) -> dict[str, int]:
     judgements = merge_judgements(stored, judgements_from_keywords(papers))
     if judgements:
         liked = sum(1 for value in judgements.values() if value > 0)
-        click.echo(f"Using {len(judgements)} judgements of yours ({liked} liked, {len(judgements) - liked} disliked).",
-                   err=True)
+        click.echo(f"Using {_plural(len(judgements), 'judgement')} of yours ({liked} liked, "
+                   f"{len(judgements) - liked} disliked).", err=True)
     return judgements
 
 

@@ -157,3 +157,14 @@ def test_model_choice_and_embedder_without_the_extra(monkeypatch):
     monkeypatch.setattr("recommender.embeddings.embeddings_available", lambda: False)
     missing = run("rank", "--embedder", "default")
     assert missing.exit_code == 2 and "pip install 'litrank[embeddings]'" in missing.stderr
+
+
+def test_bibtex_keyword_judgements_are_read(tmp_path):
+    text = EXAMPLE_LIBRARY.read_text(encoding="utf-8").replace(
+        "keywords = {diffusion, DDPM,", "keywords = {litrank:disliked, diffusion, DDPM,", 1)
+    library = tmp_path / "tagged.bib"
+    library.write_text(text, encoding="utf-8")
+    result = run("rank", "-l", str(library), "-n", "3")
+    assert result.exit_code == 0
+    assert "Using 1 judgement of yours (0 liked, 1 disliked)." in result.stderr
+    assert "Ranked by learned: LightGBM trained on your 53 papers" in result.stderr
