@@ -85,7 +85,15 @@ def load(source: str | Path, format: str | None = None) -> list[Paper]:
     UnsupportedFormatError
         When the format is unknown.
     """
+    if isinstance(source, str) and source.startswith("zotero:"):
+        from . import zotero  # the Zotero readers: zotero:local, zotero:user/ID, zotero:group/ID, zotero:local-api
+
+        return zotero.load(source)
     path = Path(source).expanduser()
+    if path.suffix.lower() == ".sqlite" and format is None:
+        from . import zotero_sqlite
+
+        return zotero_sqlite.load(path)
     if path.is_dir():
         return _load_directory(path, format)
     if not path.exists():

@@ -271,3 +271,7 @@ def evaluate(library_sources, collection_sources, holdout, repeats, seed, embedd
 from .cli_feedback import feedback  # noqa: E402  (registered last: cli_feedback imports this module lazily)
 
 main.add_command(feedback)
+
+from .cli_sync import sync  # noqa: E402  (registered last, like feedback)
+
+main.add_command(sync)

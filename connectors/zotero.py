@@ -1,0 +1,28 @@
+"""Zotero sources by URI: ``zotero:local`` (the local database), ``zotero:user/<id>``,
+``zotero:group/<id>`` (the Web API) and ``zotero:local-api`` (Zotero 7's local HTTP API).
+
+``?collection=Reading/ML`` after any of them limits the library to that collection and its
+subcollections. This module only routes; the readers live in :mod:`connectors.zotero_sqlite`
+and :mod:`connectors.zotero_web`.
+"""
+from __future__ import annotations
+
+from recommender.paper import Paper
+
+from .errors import UnsupportedFormatError
+
+SCHEMES = ("zotero:local", "zotero:local-api", "zotero:user/<id>", "zotero:group/<id>")
+
+
+def load(uri: str) -> list[Paper]:
+    """The papers of the Zotero library (or collection) that ``uri`` names."""
+    target = uri.split("?", 1)[0]
+    if target == "zotero:local-api" or target.startswith(("zotero:user/", "zotero:group/")):
+        from . import zotero_web
+
+        return zotero_web.load(uri)
+    if target == "zotero:local":
+        from . import zotero_sqlite
+
+        return zotero_sqlite.load_uri(uri)
+    raise UnsupportedFormatError(f"{uri}: unknown Zotero source; use one of {', '.join(SCHEMES)}")

@@ -1,0 +1,369 @@
+"""Zotero's local database (``zotero.sqlite``) as a library: ``zotero:local[?collection=Reading/ML]``.
+
+Each regular item of the user library (My Library) becomes the ``data`` dictionary the Zotero
+Web API returns for it (type-specific field names, creators, tags, collection keys, ISO dates)
+and then a Paper through :func:`connectors.zotero_items.paper_from_item`, so this reader and the
+Web API reader yield identical records. Attachments, notes, annotations and the trash are
+skipped. Group libraries and feeds, which Zotero keeps in the same file, are not read here
+(use ``zotero:group/<id>``, the Web API).
+
+Nothing is ever written. The file is opened with SQLite's ``mode=ro``; a running Zotero holds an
+exclusive lock, so when it is locked (or when ``mode=ro`` would create ``-shm``/``-wal`` files
+beside it) the database and its ``-wal``/``-journal`` file are copied to a temporary directory
+and the copy is read, committed changes still only in the write-ahead log included. The mode
+used is logged at INFO level on the ``"litrank"`` logger.
+
+Schema: Zotero 5.0 and later, ``userdata`` 80 and newer (tested with 120, Zotero 6); older ones
+raise SourceError; ones newer than :data:`KNOWN_SCHEMA` are read, and a failing query then
+raises SourceError naming the schema version.
+
+Where the database is (``zotero:local``): ``$LITRANK_ZOTERO_DIR`` (a data directory, or the
+``zotero.sqlite`` file itself), else a custom data directory set in Zotero's preferences
+(``extensions.zotero.dataDir`` with ``useDataDir`` in the ``prefs.js`` of a Zotero profile
+under ``~/.zotero/zotero``, the Flatpak's ``~/.var/app/org.zotero.Zotero/.zotero/zotero``,
+``~/Library/Application Support/Zotero/Profiles`` or ``%APPDATA%/Zotero/Zotero/Profiles``),
+else ``~/Zotero/zotero.sqlite``, Zotero's default.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import unquote
+
+from recommender.paper import Paper
+
+from .errors import SourceError
+from .zotero_items import NON_PAPER_TYPES, paper_from_item
+
+__all__ = ["DATA_DIR_ENV", "KNOWN_SCHEMA", "MIN_SCHEMA", "find_database", "load", "load_uri"]
+
+log = logging.getLogger("litrank")
+
+MIN_SCHEMA = 80  # userdata schema of Zotero 5.0 (libraries.type, creators without creatorData, tags without type)
+KNOWN_SCHEMA = 121  # newest userdata schema whose migration steps were checked against the queries below
+DATA_DIR_ENV = "LITRANK_ZOTERO_DIR"
+LOCK_TIMEOUT = 0.2  # seconds to wait for a lock; Zotero's exclusive lock is never released while it runs
+_POINT_ELSEWHERE = (f"set {DATA_DIR_ENV} to your Zotero data directory (Zotero: Settings > Advanced > Files and "
+                    "Folders > Data Directory Location) or pass the path of its zotero.sqlite")
+_MULTIPART_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2} ")
+_SQL_DATETIME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})$")
+_PREF_RE = re.compile(r'user_pref\("extensions\.zotero\.(dataDir|useDataDir)",\s*(.+?)\);')
+
+
+# ---------------------------------------------------------------------------------------- finding
+
+
+def load_uri(uri: str) -> list[Paper]:
+    """The papers of ``zotero:local`` or ``zotero:local?collection=<path or name>``."""
+    target, _, query = uri.partition("?")
+    if target != "zotero:local":
+        raise SourceError(f"{uri}: not a local Zotero source (use zotero:local[?collection=Reading/ML])")
+    collection = None
+    for part in filter(None, query.split("&")):
+        name, _, value = part.partition("=")
+        if name != "collection" or not unquote(value).strip("/ "):
+            raise SourceError(f"{uri}: unknown or empty parameter {name!r}; the only one is collection=<path or name>")
+        collection = unquote(value)
+    return load(find_database(), collection, source=uri)
+
+
+def find_database() -> Path:
+    """The ``zotero.sqlite`` that Zotero itself would open (see the module docstring for the order)."""
+    configured = os.environ.get(DATA_DIR_ENV, "").strip()
+    if configured:
+        place = Path(configured).expanduser()
+        database = place if place.suffix == ".sqlite" or place.is_file() else place / "zotero.sqlite"
+        if not database.is_file():
+            raise SourceError(f"{database}: no Zotero database there ({DATA_DIR_ENV}={configured}); {_POINT_ELSEWHERE}")
+        return database
+    tried = []
+    for data_dir in [*_preferred_data_dirs(), Path.home() / "Zotero"]:
+        database = data_dir / "zotero.sqlite"
+        if database.is_file():
+            return database
+        tried.append(str(database))
+    raise SourceError(f"no Zotero database found (tried {', '.join(dict.fromkeys(tried))}); {_POINT_ELSEWHERE}")
+
+
+def _preferred_data_dirs() -> list[Path]:
+    """Custom data directories set in the ``prefs.js`` of Zotero profiles (``useDataDir`` true)."""
+    home = Path.home()
+    roots = [home / ".zotero" / "zotero", home / ".var" / "app" / "org.zotero.Zotero" / ".zotero" / "zotero",
+             home / "Library" / "Application Support" / "Zotero" / "Profiles"]
+    if os.environ.get("APPDATA"):
+        roots.append(Path(os.environ["APPDATA"]) / "Zotero" / "Zotero" / "Profiles")
+    found = []
+    for prefs in (p for root in roots if root.is_dir() for p in sorted(root.glob("*/prefs.js"))):
+        try:
+            values = dict(_PREF_RE.findall(prefs.read_text(encoding="utf-8", errors="replace")))
+            if json.loads(values.get("useDataDir", "false")) is True and values.get("dataDir"):
+                found.append(Path(json.loads(values["dataDir"])))
+        except (OSError, ValueError):
+            log.debug("%s: unreadable Zotero preferences, ignored", prefs)
+    return found
+
+
+# ---------------------------------------------------------------------------------------- opening
+
+
+def _sidecar(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _is_wal(path: Path) -> bool:
+    """True when the database header says WAL mode; SourceError when it is not an SQLite database."""
+    with open(path, "rb") as handle:
+        header = handle.read(100)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        raise SourceError(f"{path}: not an SQLite database "
+                          "(a Zotero library is the zotero.sqlite file of its data directory)")
+    return header[18] == 2 or header[19] == 2
+
+
+def _stamps(path: Path) -> list:
+    files = [_sidecar(path, suffix) for suffix in ("", "-wal", "-journal")]
+    return [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists()]
+
+
+@contextlib.contextmanager
+def _snapshot(path: Path, reason: str) -> Iterator[sqlite3.Connection]:
+    """A connection to a temporary copy of the database, its write-ahead log and rollback journal."""
+    with tempfile.TemporaryDirectory(prefix="litrank-zotero-") as tmp:
+        copy = Path(tmp) / path.name
+        for _ in range(3):  # copy again when Zotero wrote meanwhile, so that the copy is consistent
+            before = _stamps(path)
+            for suffix in ("", "-wal", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    shutil.copyfile(_sidecar(path, suffix), _sidecar(copy, suffix))
+            if _stamps(path) == before:
+                break
+        log.info("%s: %s; reading a temporary copy of the database and its -wal/-journal file "
+                 "(the original is not touched)", path, reason)
+        connection = sqlite3.connect(copy)  # the copy is ours: SQLite may replay its WAL or journal
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+
+@contextlib.contextmanager
+def _open(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to ``path``, or to a snapshot of it when it is locked."""
+    wal_mode, snapshot_reason = _is_wal(path), None
+    uri, mode = path.resolve().as_uri() + "?mode=ro", "read-only (mode=ro)"
+    if wal_mode and not _sidecar(path, "-wal").exists():
+        uri, mode = uri + "&immutable=1", "read-only, immutable (WAL database with no pending write-ahead log)"
+    elif wal_mode and not _sidecar(path, "-shm").exists():
+        # mode=ro would create the -shm index beside the user's database. Zotero running with its
+        # exclusive lock keeps that index in memory; or the log was left by a crash.
+        snapshot_reason = "write-ahead log without a shared-memory index (Zotero is running)"
+    if snapshot_reason is None:
+        connection = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT)
+        try:
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as error:  # "database is locked": Zotero is running
+            connection.close()
+            snapshot_reason = f"{error} (Zotero is probably running)"
+    if snapshot_reason is not None:
+        with _snapshot(path, snapshot_reason) as connection:
+            yield connection
+        return
+    log.info("%s: reading the Zotero database directly, %s", path, mode)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+# ---------------------------------------------------------------------------------------- reading
+
+
+def load(path: str | Path, collection: str | None = None, *, source: str | None = None) -> list[Paper]:
+    """The papers of the user library in the Zotero database ``path``.
+
+    ``collection`` limits them to a collection, named by its path from the library root
+    ("Reading/ML") or by its name when that is unique, and its subcollections.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise SourceError(f"{path}: no such Zotero database; {_POINT_ELSEWHERE}")
+    try:
+        with _open(path) as connection:
+            version = _schema_version(connection, path)
+            try:
+                return _read(connection, path, collection, source or str(path))
+            except sqlite3.DatabaseError as error:
+                newer = f", newer than the {KNOWN_SCHEMA} litrank knows" if version > KNOWN_SCHEMA else ""
+                raise SourceError(f"{path}: cannot read this Zotero database "
+                                  f"(userdata schema {version}{newer}): {error}") from None
+    except sqlite3.DatabaseError as error:
+        raise SourceError(f"{path}: cannot read the Zotero database: {error}") from None
+    except OSError as error:
+        raise SourceError(f"{path}: cannot read the Zotero database: {error.strerror or error}") from None
+
+
+def _schema_version(connection: sqlite3.Connection, path: Path) -> int:
+    try:
+        row = connection.execute("SELECT version FROM version WHERE schema='userdata'").fetchone()
+    except sqlite3.OperationalError:
+        row = None
+    if row is None:
+        raise SourceError(f"{path}: an SQLite database but not a Zotero one (no userdata schema version)")
+    version = int(row[0])
+    if version < MIN_SCHEMA:
+        raise SourceError(f"{path}: Zotero database schema {version} is not supported (litrank reads userdata "
+                          f"schema {MIN_SCHEMA} and newer, i.e. Zotero 5.0 or later); "
+                          "open it once in a current Zotero to upgrade it")
+    if version > KNOWN_SCHEMA:
+        log.info("%s: userdata schema %d is newer than %d, the newest litrank knows; reading it anyway",
+                 path, version, KNOWN_SCHEMA)
+    return version
+
+
+def _iso(value: str) -> str:
+    """Zotero's SQL UTC timestamp ``2023-01-18 02:15:16`` in the API's form ``2023-01-18T02:15:16Z``."""
+    match = _SQL_DATETIME_RE.match(str(value or ""))
+    return f"{match.group(1)}T{match.group(2)}Z" if match else str(value or "")
+
+
+def _read(connection: sqlite3.Connection, path: Path, collection: str | None, source: str) -> list[Paper]:
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    combined = {name: f"{name}Combined" if f"{name}Combined" in tables else name
+                for name in ("itemTypes", "fields", "baseFieldMappings")}
+    library = connection.execute("SELECT libraryID FROM libraries WHERE type='user' ORDER BY libraryID").fetchone()
+    if library is None:
+        raise SourceError(f"{path}: this Zotero database has no user library")
+    library_id = library[0]
+
+    skipped = ", ".join("?" * len(NON_PAPER_TYPES))
+    items = connection.execute(
+        f"SELECT i.itemID, i.key, i.version, i.itemTypeID, t.typeName, i.dateAdded, i.dateModified "
+        f"FROM items i JOIN {combined['itemTypes']} t USING (itemTypeID) "
+        f"WHERE i.libraryID=? AND t.typeName NOT IN ({skipped}) "
+        f"AND i.itemID NOT IN (SELECT itemID FROM deletedItems) ORDER BY i.dateAdded, i.itemID",
+        (library_id, *sorted(NON_PAPER_TYPES))).fetchall()
+    in_library = f"itemID IN (SELECT itemID FROM items WHERE libraryID={int(library_id)})"
+
+    # Field values are stored under the type-specific field (proceedingsTitle, university...),
+    # the name the Web API uses; a value stored under the base field is renamed the same way.
+    field_names = dict(connection.execute(f"SELECT fieldID, fieldName FROM {combined['fields']}"))
+    specific = {(type_id, base): field for type_id, base, field in
+                connection.execute(f"SELECT itemTypeID, baseFieldID, fieldID FROM {combined['baseFieldMappings']}")}
+    date_fields = {"date", "filingDate"} | {field_names.get(f) for (_, base), f in specific.items()
+                                            if field_names.get(base) == "date"}
+    type_of = {row[0]: row[3] for row in items}
+    fields: dict[int, dict[str, str]] = {}
+    for item_id, field_id, value in connection.execute(
+            f"SELECT itemID, fieldID, value FROM itemData JOIN itemDataValues USING (valueID) WHERE {in_library}"):
+        if item_id not in type_of or value is None:
+            continue
+        mapped = specific.get((type_of[item_id], field_id))
+        name = field_names.get(mapped if mapped is not None else field_id)
+        if name is None:
+            continue
+        value = str(value)
+        if name in date_fields and _MULTIPART_DATE_RE.match(value):
+            value = value[11:]  # "2019-12-00 12/2019": SQL form, then the date as entered
+        elif name == "accessDate":
+            value = _iso(value)
+        item_fields = fields.setdefault(item_id, {})
+        if mapped is None or name not in item_fields:  # the type's own field wins over its base field
+            item_fields[name] = value
+
+    creators: dict[int, list[dict]] = {}
+    for item_id, first, last, field_mode, creator_type in connection.execute(
+            "SELECT itemID, firstName, lastName, fieldMode, creatorType FROM itemCreators "
+            "JOIN creators USING (creatorID) JOIN creatorTypes USING (creatorTypeID) "
+            f"WHERE {in_library} ORDER BY itemID, orderIndex"):
+        creator = ({"creatorType": creator_type, "name": last or ""} if field_mode == 1 else
+                   {"creatorType": creator_type, "firstName": first or "", "lastName": last or ""})
+        creators.setdefault(item_id, []).append(creator)
+
+    tags: dict[int, list[dict]] = {}
+    for item_id, name, tag_type in connection.execute(
+            f"SELECT itemID, name, type FROM itemTags JOIN tags USING (tagID) WHERE {in_library}"):
+        tags.setdefault(item_id, []).append({"tag": name, "type": tag_type} if tag_type else {"tag": name})
+
+    relations: dict[int, dict[str, list[str]]] = {}
+    for item_id, predicate, target in connection.execute(
+            "SELECT itemID, predicate, object FROM itemRelations JOIN relationPredicates USING (predicateID) "
+            f"WHERE {in_library} ORDER BY itemID, predicate, object"):
+        relations.setdefault(item_id, {}).setdefault(predicate, []).append(target)
+
+    published = _ids(connection, "publicationsItems", "itemID", tables)  # "My Publications"
+
+    paths, keys, parents = _collections(connection, library_id, tables)
+    memberships: dict[int, list[int]] = {}
+    for collection_id, item_id in connection.execute("SELECT collectionID, itemID FROM collectionItems"):
+        if collection_id in paths:
+            memberships.setdefault(item_id, []).append(collection_id)
+    wanted = _select(paths, parents, collection, path) if collection is not None else None
+
+    papers = []
+    for item_id, key, version, _, type_name, added, modified in items:
+        member_of = sorted(memberships.get(item_id, []), key=paths.get)
+        if wanted is not None and not wanted.intersection(member_of):
+            continue
+        data = {"key": key, "version": version, "itemType": type_name, **fields.get(item_id, {}),
+                "creators": creators.get(item_id, []),
+                "tags": sorted(tags.get(item_id, []), key=lambda tag: (tag["tag"].lower(), tag["tag"])),
+                "collections": [keys[c] for c in member_of], "relations": {predicate: targets[0] if len(targets) == 1 else targets  # as the API
+                              for predicate, targets in relations.get(item_id, {}).items()},
+                "dateAdded": _iso(added), "dateModified": _iso(modified)}
+        if item_id in published:
+            data["inPublications"] = True
+        paper = paper_from_item(data, source, [paths[c] for c in member_of])
+        if paper is not None:
+            papers.append(paper)
+    log.debug("%s: %d papers from %d regular items", path, len(papers), len(items))
+    return papers
+
+
+def _ids(connection: sqlite3.Connection, table: str, column: str, tables: set[str]) -> set[int]:
+    return {row[0] for row in connection.execute(f"SELECT {column} FROM {table}")} if table in tables else set()
+
+
+def _collections(connection: sqlite3.Connection, library_id: int, tables: set[str]) -> tuple[dict, dict, dict]:
+    """The library's collections not in the trash: ``{id: "Parent/Child"}``, ``{id: key}``, ``{id: parent id}``."""
+    rows = {cid: (name, parent, key) for cid, name, parent, key in connection.execute(
+        "SELECT collectionID, collectionName, parentCollectionID, key FROM collections WHERE libraryID=?",
+        (library_id,))}
+    trashed = _ids(connection, "deletedCollections", "collectionID", tables)
+    paths = {}
+    for cid in rows:
+        names, current, seen = [], cid, set()
+        while current in rows and current not in seen and current not in trashed:
+            seen.add(current)
+            names.append(rows[current][0])
+            current = rows[current][1]
+        if current is None:  # reached the library root without meeting a trashed ancestor
+            paths[cid] = "/".join(reversed(names))
+    return paths, {cid: rows[cid][2] for cid in paths}, {cid: rows[cid][1] for cid in paths}
+
+
+def _select(paths: dict[int, str], parents: dict[int, int | None], wanted: str, database: Path) -> set[int]:
+    """The collection ``wanted`` names (its path, else its name when unique) and all its subcollections."""
+    target = wanted.strip().strip("/")
+    matches = ([c for c, p in paths.items() if p == target]
+               or [c for c, p in paths.items() if p.lower() == target.lower()]
+               or [c for c, p in paths.items() if p.rsplit("/", 1)[-1].lower() == target.lower()])
+    if not matches:
+        known = "; ".join(sorted(paths.values(), key=str.lower)) or "none"
+        raise SourceError(f"{database}: no collection {wanted!r} in the Zotero library (its collections: {known})")
+    if len(matches) > 1:
+        raise SourceError(f"{database}: several collections are named {wanted!r} "
+                          f"({'; '.join(sorted(paths[c] for c in matches))}); give the full path")
+    selected, grew = {matches[0]}, True
+    while grew:
+        children = {c for c, parent in parents.items() if parent in selected} - selected
+        selected |= children
+        grew = bool(children)
+    return selected

@@ -1,0 +1,245 @@
+"""``litrank sync``: write the top picks into a collection of your Zotero library.
+
+The plan compares the ranking with what litrank wrote before. Items litrank creates carry the
+``litrank`` tag and their rank, score and explanation on ``extra`` lines starting with
+``litrank:``; a later run finds them again by the identity rule (DOI, arXiv id, title and first
+author, abstract), rewrites only those lines and the collection membership (anything else the
+user edited is left alone), and takes the picks that fell out of the top N out of the
+collection (they stay in the library). Papers the user already had are not picks (the ranking
+leaves them out), so the ranking library is the Zotero library without litrank's own items.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+import connectors
+from connectors.zotero_items import paper_from_item
+
+from . import defaults
+from .paper import IdentityIndex, Paper
+from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking, Recommendation
+
+TAG = "litrank"
+EXTRA_PREFIX = "litrank:"
+LOCAL_DATABASE_MESSAGE = (
+    "litrank never writes to Zotero's database file (zotero:local): Zotero must be the only writer of "
+    "zotero.sqlite. To sync, use the Web API (-l zotero:user/<id> with $ZOTERO_API_KEY, a key with write "
+    "access from https://www.zotero.org/settings/keys), Zotero's local API where it accepts writes "
+    "(-l zotero:local-api, Zotero 10), or export a BibTeX file to import "
+    "(litrank rank -l zotero:local -o reading-list.bib, then File > Import in Zotero).")
+_CONFERENCE_RE = re.compile(r"conf|proc|symposium|workshop|\b(ICML|NeurIPS|NIPS|ICLR|CVPR|ICCV|ECCV|ACL|EMNLP|"
+                            r"NAACL|AAAI|IJCAI|KDD|SIGIR|UAI|AISTATS|COLT|CoRL|RSS)\b", re.IGNORECASE)
+
+
+@dataclass
+class Plan:
+    collection_key: str | None
+    create: list[Recommendation] = field(default_factory=list)
+    add: list[tuple[Recommendation, dict[str, Any]]] = field(default_factory=list)
+    update: list[tuple[Recommendation, dict[str, Any]]] = field(default_factory=list)
+    remove: list[dict[str, Any]] = field(default_factory=list)
+    unchanged: int = 0
+
+    def counts(self) -> str:
+        return (f"create {len(self.create)}, add {len(self.add)}, update {len(self.update)}, "
+                f"remove {len(self.remove)}, unchanged {self.unchanged}")
+
+
+def extra_lines(pick: Recommendation, n_candidates: int) -> list[str]:
+    """litrank's own ``extra`` lines for a pick."""
+    lines = [f"{EXTRA_PREFIX} rank {pick.rank} of {n_candidates}, score {pick.score:.4f}"]
+    if pick.because:
+        lines.append(f"{EXTRA_PREFIX} closest to " + "; ".join(r.paper.title for r in pick.because if r.paper.title))
+    if pick.paper.title_derived:
+        lines.append(f"{EXTRA_PREFIX} title derived from the abstract (the source gives none)")
+    return lines
+
+
+def merge_extra(extra: str, ours: list[str]) -> str:
+    """``extra`` with its ``litrank:`` lines replaced by ``ours`` (the user's lines kept, first)."""
+    kept = [line for line in str(extra or "").splitlines() if not line.startswith(EXTRA_PREFIX)]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept + ours)
+
+
+def item_type(paper: Paper) -> str:
+    entry = paper.entry_type.casefold()
+    if entry in {"inproceedings", "conferencepaper", "proceedings"} or _CONFERENCE_RE.search(paper.venue or ""):
+        return "conferencePaper"
+    if paper.venue and not (paper.arxiv_id and paper.venue.casefold().startswith("arxiv")):
+        return "journalArticle"
+    return "preprint"
+
+
+def new_item(template: dict[str, Any], pick: Recommendation, n_candidates: int) -> dict[str, Any]:
+    """The ``data`` of a new Zotero item for a pick, filled into pyzotero's template."""
+    paper = pick.paper
+    data = dict(template)
+    creators = []
+    for name in paper.authors:
+        first, _, last = name.strip().rpartition(" ")
+        creators.append({"creatorType": "author", "firstName": first, "lastName": last} if first
+                        else {"creatorType": "author", "name": last})
+    venue_field = {"conferencePaper": "proceedingsTitle", "journalArticle": "publicationTitle",
+                   "preprint": "repository"}[data["itemType"]]
+    values = {"title": paper.title, "abstractNote": paper.abstract, "date": str(paper.year or ""),
+              "url": paper.url or (f"https://arxiv.org/abs/{paper.arxiv_id}" if paper.arxiv_id else ""),
+              "DOI": paper.doi, venue_field: paper.venue or ("arXiv" if paper.arxiv_id else ""),
+              "archiveID": f"arXiv:{paper.arxiv_id}" if paper.arxiv_id else "",
+              "extra": merge_extra("", extra_lines(pick, n_candidates))}
+    data.update({k: v for k, v in values.items() if k in template and v})
+    data["creators"] = creators
+    data["tags"] = [{"tag": TAG}]
+    data["collections"] = []
+    return data
+
+
+def _is_ours(data: dict[str, Any]) -> bool:
+    return any(tag.get("tag") == TAG for tag in data.get("tags") or [])
+
+
+def make_plan(ranking: Ranking, items: list[dict[str, Any]], collection_key: str | None, source: str) -> Plan:
+    """What to write so that the collection holds exactly the picks, with current fields."""
+    ours = {str(d["key"]): d for d in items if _is_ours(d)}
+    papers = [p for d in ours.values() if (p := paper_from_item(d, source)) is not None]
+    index = IdentityIndex(papers)
+    plan = Plan(collection_key)
+    matched: set[str] = set()
+    for pick in ranking.recommendations:
+        found = index.find(pick.paper)
+        data = ours.get(found.id) if found is not None else None
+        if data is None or found.id in matched:
+            plan.create.append(pick)
+            continue
+        matched.add(found.id)
+        in_collection = collection_key is not None and collection_key in (data.get("collections") or [])
+        if not in_collection:
+            plan.add.append((pick, data))
+        elif merge_extra(data.get("extra", ""), extra_lines(pick, ranking.n_candidates)) != (data.get("extra") or ""):
+            plan.update.append((pick, data))
+        else:
+            plan.unchanged += 1
+    if collection_key is not None:
+        plan.remove = [d for key, d in ours.items()
+                       if key not in matched and collection_key in (d.get("collections") or [])]
+    return plan
+
+
+def _render_plan(plan: Plan, to: str) -> str:
+    lines = [f"Plan for the collection {to!r}" + ("" if plan.collection_key else " (to be created)") + ":"]
+    for pick in plan.create:
+        lines.append(f"  create  #{pick.rank:<3} {pick.paper.title}")
+    for pick, data in plan.add:
+        lines.append(f"  add     #{pick.rank:<3} {data.get('title') or data['key']}")
+    for pick, data in plan.update:
+        lines.append(f"  update  #{pick.rank:<3} {data.get('title') or data['key']}")
+    for data in plan.remove:
+        lines.append(f"  remove       {data.get('title') or data['key']}")
+    lines.append(plan.counts() + ".")
+    return "\n".join(lines) + "\n"
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-l", "--library", "library_sources", multiple=True, metavar="SOURCE", required=True,
+              help="Your Zotero library, written to: zotero:user/<id>, zotero:group/<id> or zotero:local-api "
+                   "(with other library sources, the first Zotero one is written).")
+@click.option("-c", "--collection", "collection_sources", multiple=True, metavar="SOURCE",
+              help="The papers to rank, as for `litrank rank`. Default: the bundled ICML 2026 list.")
+@click.option("--to", "to", required=True, metavar="COLLECTION",
+              help="The Zotero collection to fill, e.g. \"Reading list: ICML 2026\" or \"litrank/ICML 2026\" "
+                   "(created with its parents when missing).")
+@click.option("-n", "--top", default=20, show_default=True, type=click.IntRange(min=1), help="How many picks.")
+@click.option("--dry-run", is_flag=True, help="Print the plan (create / add / update / remove) and write nothing.")
+@click.option("--model", "model_name", type=click.Choice(["learned", "similarity"]), default="learned",
+              show_default=True, help="As for `litrank rank`.")
+@click.option("--diversity", type=click.FloatRange(0, 1), default=DEFAULT_DIVERSITY, show_default=True,
+              help="As for `litrank rank`.")
+@click.option("--no-feedback", is_flag=True, help="Ignore stored likes/dislikes.")
+def sync(library_sources, collection_sources, to, top, dry_run, model_name, diversity, no_feedback):
+    """Put the top picks into a collection of your Zotero library, idempotently.
+
+    Creates the collection when missing, creates an item (tagged `litrank`, rank, score and
+    explanation on `litrank:` lines of Extra) for each pick not yet in the library, adds
+    existing ones to the collection, updates litrank's fields of the picks already there and
+    takes picks that fell out of the top N out of the collection (never out of the library).
+    Running it again changes only what changed. Examples:
+
+    \b
+      litrank sync -l zotero:user/475425 --to "Reading list: ICML 2026" --dry-run
+      litrank sync -l zotero:user/475425 -c icml2026.jsonl --to "litrank/ICML 2026" -n 30
+    """
+    from connectors.zotero_web import client_for
+    from connectors.zotero_writer import WriteError, ZoteroWriter
+
+    from .cli import _fail, _judgements, _load_sources
+    from .model import LearnedModel, SimilarityModel
+
+    targets = [s for s in library_sources if s.split("?", 1)[0] in ("zotero:local-api",)
+               or s.startswith(("zotero:user/", "zotero:group/"))]
+    if not targets:
+        if any(s.split("?", 1)[0] == "zotero:local" for s in library_sources):
+            _fail(LOCAL_DATABASE_MESSAGE)
+        _fail("sync writes to a Zotero library: pass -l zotero:user/<id>, zotero:group/<id> or zotero:local-api")
+    if not to.strip().strip("/"):
+        _fail("--to needs a collection name")
+    try:
+        writer = ZoteroWriter(client_for(targets[0]))
+        library = [p for p in connectors.load_many(library_sources, None) if TAG not in p.keywords]
+        if not library:
+            _fail(f"the library ({', '.join(library_sources)}) contains no papers of yours")
+        collection, _ = _load_sources(collection_sources, None, defaults.bundled_collection,
+                                      defaults.COLLECTION_DESCRIPTION, "collection")
+        judgements = {} if no_feedback else _judgements(library, collection)
+        model = SimilarityModel() if model_name == "similarity" else LearnedModel()
+        ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top, judgements=judgements)
+        collection_key = writer.find_collection(to)
+        items = writer.items()
+        plan = make_plan(ranking, items, collection_key, writer.source)
+    except (connectors.SourceError, ValueError) as exc:
+        _fail(str(exc))
+    if dry_run:
+        click.echo(_render_plan(plan, to), nl=False)
+        click.echo(f"Dry run: nothing was written ({plan.counts()}).", err=True)
+        return
+    try:
+        collection_key, created_collections = writer.ensure_collection(to)
+        for path in created_collections:
+            click.echo(f"Created the collection {path!r}.", err=True)
+        templates: dict[str, dict[str, Any]] = {}
+        new_items = []
+        for pick in plan.create:
+            kind = item_type(pick.paper)
+            if kind not in templates:
+                templates[kind] = writer.template(kind)
+            new_items.append(new_item(templates[kind], pick, ranking.n_candidates))
+        created = writer.create_items(new_items, collection_key)
+        extras = {str(data["key"]): extra_lines(pick, ranking.n_candidates) for pick, data in plan.add + plan.update}
+
+        def litrank_fields(data: dict[str, Any]) -> dict[str, Any] | None:
+            lines = extras.get(str(data["key"]))
+            new_extra = merge_extra(data.get("extra", ""), lines) if lines else None
+            return {"extra": new_extra} if new_extra is not None and new_extra != (data.get("extra") or "") else None
+
+        linked = writer.add_to_collection([d for _, d in plan.add + plan.update], collection_key, litrank_fields)
+        removed = writer.remove_from_collection(plan.remove, collection_key)
+    except (connectors.SourceError, WriteError) as exc:
+        _fail(str(exc))
+    failed_keys = {f.key for f in linked.failures}
+    n_added = sum(1 for _, d in plan.add if d["key"] not in failed_keys)
+    n_updated = sum(1 for _, d in plan.update if d["key"] not in failed_keys)
+    n_removed = len(plan.remove) - len(removed.failures)
+    failures = created.failures + linked.failures + removed.failures
+    for failure in failures:
+        click.echo(f"error: not written: {failure}", err=True)
+    click.echo(f"created {len(created.written)}, added {n_added}, updated {n_updated}, removed {n_removed}"
+               f" in {to!r} of {writer.source}.", err=True)
+    if failures:
+        click.echo(f"{len(failures)} item{'s' if len(failures) != 1 else ''} could not be written; run the same "
+                   "command again to complete the sync.", err=True)
+        sys.exit(1)

@@ -1,0 +1,249 @@
+"""``litrank sync`` and connectors/zotero_writer.py, through the real pyzotero, against the fake
+Zotero API (tests/zotero_server.py) with its write side: the bundled ICML 2026 list ranked
+against the example diffusion library, served as a Zotero user library."""
+from __future__ import annotations
+
+import functools
+import logging
+
+import pytest
+from click.testing import CliRunner
+
+import connectors
+from connectors import zotero_web
+from connectors.zotero_writer import ZoteroWriter
+from recommender.cli import main
+from tests.conftest import EXAMPLE_LIBRARY
+from tests.zotero_server import FakeZoteroAPI, Library
+
+KEY = "Zk3ySecretWriteKey0123456789"
+USER_ID = 475425
+USER = f"zotero:user/{USER_ID}"
+TO = "Reading list: ICML 2026"
+
+
+def item_data(paper, index: int) -> dict:
+    first, _, last = (paper.authors[0] if paper.authors else "Anon").rpartition(" ")
+    return {"key": f"LIB{index:05d}", "version": 1, "itemType": "journalArticle", "title": paper.title,
+            "creators": [{"creatorType": "author", "firstName": first, "lastName": last}],
+            "abstractNote": paper.abstract, "date": str(paper.year or ""), "DOI": paper.doi, "url": paper.url,
+            "publicationTitle": paper.venue, "extra": "", "tags": [], "collections": [], "relations": {},
+            "dateAdded": f"2024-01-01T00:{index // 60:02d}:{index % 60:02d}Z",
+            "dateModified": "2024-01-01T00:00:00Z"}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeZoteroAPI(api_key=KEY, writes=True) as fake:
+        yield fake
+
+
+@pytest.fixture
+def sleeps():
+    return []
+
+
+@pytest.fixture
+def api(server, monkeypatch, tmp_path, sleeps, caplog):
+    """User 475425's library holds the example diffusion library; every wait is recorded."""
+    server.reset()
+    library = server.add_library(Library("users", USER_ID, "diffusion"))
+    for index, paper in enumerate(connectors.load(EXAMPLE_LIBRARY)):
+        library.add("items", item_data(paper, index))
+    for name in (zotero_web.API_URL_ENV, zotero_web.LOCAL_API_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(zotero_web.API_URL_ENV, server.url)
+    monkeypatch.setenv(zotero_web.API_KEY_ENV, KEY)
+    monkeypatch.setenv(zotero_web.CONFIG_DIR_ENV, str(tmp_path / "config"))
+    monkeypatch.setattr(zotero_web, "client_for", functools.partial(zotero_web.client_for, sleep=sleeps.append))
+    monkeypatch.setattr(logging.getLogger("litrank"), "propagate", True)
+    caplog.set_level(logging.DEBUG, logger="litrank")
+    return server
+
+
+def run(*args):
+    result = CliRunner().invoke(main, ["sync", "-l", USER, "--model", "similarity", "--no-feedback", *args],
+                                catch_exceptions=False)
+    assert KEY not in result.stdout + result.stderr
+    return result
+
+
+def library(server) -> Library:
+    return server.libraries[("users", USER_ID)]
+
+
+def collection_key(server, path=TO) -> str:
+    keys = [k for k, c in library(server).collections.items() if c["data"]["name"] == path.split("/")[-1]]
+    assert len(keys) == 1
+    return keys[0]
+
+
+def ours(server) -> list[dict]:
+    return [o["data"] for o in library(server).items.values()
+            if any(t["tag"] == "litrank" for t in o["data"].get("tags", []))]
+
+
+def in_collection(server, path=TO) -> list[dict]:
+    key = collection_key(server, path)
+    return [o["data"] for o in library(server).items.values() if key in o["data"].get("collections", [])]
+
+
+def writes(server) -> list:
+    return [r for r in server.requests if r.method != "GET"]
+
+
+def test_dry_run_then_sync_creates_exactly_n_items_in_the_collection(api, caplog):
+    result = run("--to", TO, "-n", 6, "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert "create 6, add 0, update 0, remove 0" in result.stdout
+    assert result.stdout.count("  create  #") == 6 and "(to be created)" in result.stdout
+    assert writes(api) == [] and not library(api).collections
+
+    result = run("--to", TO, "-n", 6)
+    assert result.exit_code == 0, result.stderr
+    assert "created 6, added 0, updated 0, removed 0" in result.stderr
+    items = in_collection(api)
+    assert len(items) == 6 and len(ours(api)) == 6
+    assert {i["itemType"] for i in items} == {"conferencePaper"}
+    assert all(i["proceedingsTitle"] and i["extra"].startswith("litrank: rank ") for i in items)
+    assert any("litrank: title derived from the abstract" in i["extra"] for i in items)
+    # one collection POST and one item POST (the collections are set in the new items)
+    assert [(r.method, r.path) for r in writes(api)] == [("POST", f"/users/{USER_ID}/collections"),
+                                                         ("POST", f"/users/{USER_ID}/items")]
+    assert all(r.headers.get("Zotero-Write-Token") for r in writes(api))
+    assert KEY not in caplog.text
+
+
+def test_second_run_is_idempotent_and_keeps_the_users_edits(api):
+    assert run("--to", TO, "-n", 5).exit_code == 0
+    before = {i["key"] for i in ours(api)}
+    api.requests.clear()
+    result = run("--to", TO, "-n", 5)
+    assert result.exit_code == 0, result.stderr
+    assert "created 0, added 0, updated 0, removed 0" in result.stderr
+    assert {i["key"] for i in ours(api)} == before and writes(api) == []
+
+    # the user edits a title and adds a line to extra; litrank's score line is stale
+    item = library(api).items[sorted(before)[0]]["data"]
+    item["title"] = "My own title"
+    item["extra"] = "Read: yes\n" + item["extra"].replace("score ", "score 9")
+    result = run("--to", TO, "-n", 5)
+    assert "created 0, added 0, updated 1, removed 0" in result.stderr, result.stderr
+    item = library(api).items[item["key"]]["data"]
+    assert item["title"] == "My own title" and item["extra"].startswith("Read: yes\nlitrank: rank ")
+    assert "score 9" not in item["extra"] and len(ours(api)) == 5
+
+
+def test_picks_that_fell_out_leave_the_collection_not_the_library(api):
+    assert run("--to", TO, "-n", 6).exit_code == 0
+    result = run("--to", TO, "-n", 4)
+    assert "created 0, added 0, updated 0, removed 2" in result.stderr, result.stderr
+    assert len(in_collection(api)) == 4 and len(ours(api)) == 6
+    result = run("--to", TO, "-n", 6)  # they come back: added again, not duplicated
+    assert "created 0, added 2, updated 0, removed 0" in result.stderr, result.stderr
+    assert len(in_collection(api)) == 6 and len(ours(api)) == 6
+
+
+def test_nested_collection_path_creates_the_parents(api):
+    result = run("--to", "litrank/ICML 2026", "-n", 3)
+    assert result.exit_code == 0, result.stderr
+    parent, child = collection_key(api, "litrank"), collection_key(api, "litrank/ICML 2026")
+    assert library(api).collections[child]["data"]["parentCollection"] == parent
+    assert len(in_collection(api, "litrank/ICML 2026")) == 3
+    assert run("--to", "litrank/ICML 2026", "-n", 3).exit_code == 0
+    assert len(library(api).collections) == 2 and len(ours(api)) == 3
+
+
+def test_a_429_and_a_412_are_survived_without_duplicates(api, sleeps):
+    api.inject(429, {"Retry-After": "3"}, method="POST", path="/items")
+    result = run("--to", TO, "-n", 5)
+    assert result.exit_code == 0, result.stderr
+    assert 3.0 in sleeps and len(ours(api)) == 5 and len(in_collection(api)) == 5
+    posts = [r for r in writes(api) if r.path.endswith("/items")]
+    assert len(posts) == 2 and posts[0].headers["Zotero-Write-Token"] == posts[1].headers["Zotero-Write-Token"]
+
+    api.inject(412, method="POST", path="/items")  # the next write: the 4 → 6 run's creation
+    result = run("--to", TO, "-n", 7)
+    assert result.exit_code == 0, result.stderr
+    assert "created 2" in result.stderr and len(ours(api)) == 7 and len(in_collection(api)) == 7
+
+
+def test_a_lost_answer_then_a_reused_write_token_does_not_duplicate(api):
+    """The batch went through but its answer was lost: the retry (same token) gets a 412, the
+    writer refetches, finds the items and sends nothing more."""
+    client = zotero_web.client_for(USER)
+    tokens = iter(["collection-token", "items-token", "items-token", "fresh-token"])
+    writer = ZoteroWriter(client, new_token=lambda: next(tokens))
+    key, _ = writer.ensure_collection("Lost")
+    items = [{"itemType": "preprint", "title": f"Paper {i}", "url": f"https://example.org/{i}", "tags": []}
+             for i in range(3)]
+    first = writer.create_items(items, key)
+    assert len(first.written) == 3 and not first.failures
+    again = writer.create_items(items, key)  # the same token: 412, then refetch
+    assert len(again.written) == 3 and not again.failures
+    assert len([o for o in library(api).items.values() if o["data"]["title"].startswith("Paper ")]) == 3
+    assert next(tokens) == "fresh-token"  # nothing was sent again
+
+
+def test_a_per_object_412_is_refetched_and_retried_once(api):
+    writer = ZoteroWriter(zotero_web.client_for(USER))
+    key, _ = writer.ensure_collection("Conflicts")
+    stale = writer.items()[:3]
+    changed = library(api).items[stale[0]["key"]]  # someone else changed it meanwhile
+    changed["version"] = changed["data"]["version"] = library(api).version = 99
+    report = writer.add_to_collection(stale, key)
+    assert not report.failures and len(report.written) == 3
+    assert len([o for o in library(api).items.values() if key in o["data"]["collections"]]) == 3
+
+
+def test_failed_second_half_is_reported_and_a_rerun_heals(api):
+    api.fail_second_half = 1
+    result = run("--to", TO, "-n", 6)
+    assert result.exit_code == 1
+    failed = [line for line in result.stderr.splitlines() if line.startswith("error: not written:")]
+    assert len(failed) == 3 and all("HTTP 500" in line for line in failed)
+    assert "created 3," in result.stderr and len(ours(api)) == 3
+    created_titles = {i["title"] for i in ours(api)}
+    assert not any(title in line for title in created_titles for line in failed)
+    result = run("--to", TO, "-n", 6)
+    assert result.exit_code == 0, result.stderr
+    assert "created 3, added 0" in result.stderr and len(ours(api)) == 6 and len(in_collection(api)) == 6
+
+
+def test_sixty_picks_go_in_two_batches(api):
+    result = run("--to", TO, "-n", 60)
+    assert result.exit_code == 0, result.stderr
+    posts = [r for r in writes(api) if r.path.endswith("/items")]
+    assert len(posts) == 2 and len(ours(api)) == 60 and len(in_collection(api)) == 60
+    assert len({r.headers["Zotero-Write-Token"] for r in posts}) == 2
+
+
+def test_local_database_target_exits_2_with_the_alternatives(api):
+    result = CliRunner().invoke(main, ["sync", "-l", "zotero:local", "--to", TO], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "never writes" in result.stderr and "Web API" in result.stderr and "BibTeX" in result.stderr
+    assert "local API" in result.stderr and writes(api) == []
+
+
+def test_the_key_never_appears_even_when_refused(api, monkeypatch, caplog):
+    api.inject(403, method="POST", body=f"Invalid key {KEY}")
+    result = run("--to", TO, "-n", 2)
+    assert result.exit_code == 2 and "refused the API key" in result.stderr
+    assert KEY not in result.stderr + result.stdout + caplog.text
+
+
+def test_503_retry_after_and_backoff_on_success_are_honoured(api, sleeps):
+    api.inject(503, {"Retry-After": "5"}, method="POST", path="/collections")
+    api.inject(None, {"Backoff": "7"}, method="POST", path="/collections")  # on the retried, successful answer
+    result = run("--to", TO, "-n", 3)
+    assert result.exit_code == 0, result.stderr
+    assert sleeps == [5.0, 7.0]  # the items POST waited out the Backoff
+    assert len(library(api).collections) == 1 and len(ours(api)) == 3 and len(in_collection(api)) == 3
+
+
+def test_the_learned_model_syncs_idempotently(api):
+    result = CliRunner().invoke(main, ["sync", "-l", USER, "--to", TO, "-n", 4], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    again = CliRunner().invoke(main, ["sync", "-l", USER, "--to", TO, "-n", 4], catch_exceptions=False)
+    assert "created 0, added 0, updated 0, removed 0" in again.stderr, again.stderr
+    assert len(ours(api)) == 4

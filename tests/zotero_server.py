@@ -1,0 +1,544 @@
+"""A fake Zotero API v3 on a real loopback HTTP server (pytest-httpserver), for tests of the
+pyzotero-based readers. It serves the Web API (``https://api.zotero.org`` layout) or, with
+``local=True``, Zotero 7's local API (everything under ``/api``, no authentication).
+
+Implemented: the READ side pyzotero uses
+    GET <lib>/items, <lib>/items/top, <lib>/items/trash, <lib>/items/<key>,
+        <lib>/collections, <lib>/collections/top, <lib>/collections/<key>,
+        <lib>/collections/<key>/collections, <lib>/collections/<key>/items[/top]
+    where <lib> is /users/<id> or /groups/<id>.
+    Query: start, limit (default 25, capped at ``max_limit``: 100 as on api.zotero.org),
+    sort (dateAdded, dateModified, title, name) and direction, includeTrashed (trash left
+    out by default, as in the real API), itemType (``book``, ``-note``, ``a || b``), since,
+    format=json (any other format -> 400); locale and v are accepted and ignored.
+    Response headers: Zotero-API-Version: 3, Total-Results, Last-Modified-Version, and
+    Link with rel="first"/"prev"/"next"/"last" (absolute URLs that keep the request's other
+    parameters, as the real API does) and rel="alternate". If-Modified-Since-Version -> 304.
+    Auth (Web API): the key may come as ``Zotero-API-Key: K``, ``Authorization: Bearer K``
+    (what pyzotero sends) or ``?key=K``. A wrong key -> 403 "Invalid key"; no key on a
+    library that is not public -> 403 "Forbidden"; unknown library -> 404.
+    Local API: /api/users/0 is the local user's library, another user id -> 400, a disabled
+    local API -> 403 (as when "Allow other applications..." is off); Zotero-Server-ID header.
+    Fault injection: :meth:`FakeZoteroAPI.inject` answers matching requests with e.g. a 429
+    and ``Retry-After: 1``, a 503, or adds ``Backoff`` to a normal answer.
+    Every request is recorded in :attr:`FakeZoteroAPI.requests`.
+
+Implemented with ``FakeZoteroAPI(writes=True)`` (otherwise writes answer 501): the WRITE side
+(Web API v3 "write requests")
+    POST <lib>/items and <lib>/collections: a JSON array of at most 50 objects (more -> 413,
+    not an array -> 400). An object without ``key`` is created (new key, version = the new
+    library version); one with a ``key`` of an existing object is updated with PATCH semantics
+    (its ``version``, when given, must equal the object's -> else that object fails with 412).
+    ``Zotero-Write-Token``: a token already used by a successful request -> 412 (as the docs
+    say: "If a request with the same write token has already been processed, 412"); a failed
+    request does not use it up. ``If-Unmodified-Since-Version`` on the request -> 412 unless it
+    equals the library version. The answer is ``{"successful": {"0": {...}}, "success": {"0":
+    "KEY"}, "unchanged": {}, "failed": {"1": {"key": ..., "code": 400, "message": ...}}}`` with
+    ``Last-Modified-Version``; a request that writes anything bumps the library version once.
+    Per object: missing/unknown itemType -> 400, an unknown collection -> 409, unchanged data
+    -> "unchanged".
+    PATCH/PUT <lib>/items/<key> (and collections/<key>): ``If-Unmodified-Since-Version`` (or
+    the body's ``version``) must equal the object's version -> else 412; no precondition ->
+    428; answer 204 with the new ``Last-Modified-Version``.
+    GET /items/new?itemType=T (not under a library, as on api.zotero.org): an item template.
+    Fault injection for writes: ``inject(..., method="POST")`` limits a fault to one method
+    (e.g. a 412 on the next write, a 429 with Retry-After); :attr:`FakeZoteroAPI.fail_second_half`
+    > 0 makes that many next item POSTs fail the second half of their objects (code 500) while
+    the first half is written.
+Not implemented: DELETE, searching (q, tag), format=keys/versions/atom/bib/bibtex, include=,
+/keys, /groups, /searches, /tags, files.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "zotero-api"
+ROUTES = [  # (method, path below the library prefix, handler method name)
+    ("GET", r"/items", "_items"),
+    ("GET", r"/items/top", "_items"),
+    ("GET", r"/items/trash", "_items"),
+    ("GET", r"/items/(?P<item>[A-Z0-9]{8})", "_item"),
+    ("GET", r"/collections", "_collections"),
+    ("GET", r"/collections/top", "_collections"),
+    ("GET", r"/collections/(?P<collection>[A-Z0-9]{8})", "_collection"),
+    ("GET", r"/collections/(?P<collection>[A-Z0-9]{8})/collections", "_collections"),
+    ("GET", r"/collections/(?P<collection>[A-Z0-9]{8})/items", "_items"),
+    ("GET", r"/collections/(?P<collection>[A-Z0-9]{8})/items/top", "_items"),
+    ("POST", r"/items/?", "_post_objects"),
+    ("POST", r"/collections/?", "_post_objects"),
+    ("PATCH", r"/items/(?P<item>[A-Z0-9]{8})", "_patch_object"),
+    ("PUT", r"/items/(?P<item>[A-Z0-9]{8})", "_patch_object"),
+    ("PATCH", r"/collections/(?P<collection>[A-Z0-9]{8})", "_patch_object"),
+    ("PUT", r"/collections/(?P<collection>[A-Z0-9]{8})", "_patch_object"),
+]
+MAX_WRITE_OBJECTS = 50  # per POST, as on api.zotero.org
+_KEY_CHARS = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"  # Zotero's key alphabet
+# Item templates of GET /items/new, as the real API returns them (abridged to the common fields).
+_COMMON_FIELDS = ("title", "abstractNote", "date", "shortTitle", "language", "DOI", "url", "accessDate",
+                  "archive", "archiveLocation", "libraryCatalog", "callNumber", "rights", "extra")
+TEMPLATE_FIELDS = {
+    "conferencePaper": ("proceedingsTitle", "conferenceName", "place", "publisher", "volume", "pages", "series",
+                        "ISBN"),
+    "journalArticle": ("publicationTitle", "volume", "issue", "pages", "series", "journalAbbreviation", "ISSN"),
+    "preprint": ("genre", "repository", "archiveID", "place", "series", "number"),
+    "book": ("series", "volume", "place", "publisher", "numPages", "ISBN"),
+}
+_LIBRARY_RE = re.compile(r"/(users|groups)/(\d+)(/.*)?\Z")
+
+
+def recorded(name: str) -> Any:
+    """A recorded API response from tests/data/zotero-api (see its README)."""
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+@dataclass
+class Library:
+    """One library: API objects (``key``, ``version``, ``library``, ``links``, ``meta``, ``data``) by key."""
+
+    kind: str  # "users" or "groups"
+    id: int
+    name: str
+    items: dict[str, dict] = field(default_factory=dict)
+    collections: dict[str, dict] = field(default_factory=dict)
+    version: int = 1
+    public: bool = False
+    write_tokens: set[str] = field(default_factory=set)
+
+    def block(self) -> dict:
+        return {"type": self.kind[:-1], "id": self.id, "name": self.name,
+                "links": {"alternate": {"href": f"https://www.zotero.org/{self.kind}/{self.id}", "type": "text/html"}}}
+
+    def add(self, kind: str, obj: dict) -> dict:
+        """Add an API object (or a bare ``data`` dict) as an item or collection of this library."""
+        obj = copy.deepcopy(obj if "data" in obj else {"key": obj["key"], "version": obj.get("version", 1),
+                                                      "meta": {}, "data": obj})
+        obj["library"] = self.block()
+        obj["links"] = {"self": {"href": f"https://api.zotero.org/{self.kind}/{self.id}/{kind}/{obj['key']}",
+                                 "type": "application/json"}}
+        (self.items if kind == "items" else self.collections)[obj["key"]] = obj
+        self.version = max(self.version, int(obj.get("version") or 0))
+        return obj
+
+
+def sample_library(kind: str = "users", library_id: int = 475425, *, public: bool = False) -> Library:
+    """The recorded "Z public library" (20 items, 15 collections), plus synthetic objects that the
+    recording lacks: a standalone note, a standalone PDF, a child attachment (of PQKBRC33), a
+    trashed article, and an article (SFILM001) only in the subcollection "Non-English items/sherlock films".
+    """
+    library = Library(kind, library_id, "Z public library", public=public)
+    for obj in recorded("collections_doc.json"):
+        library.add("collections", obj)
+    for obj in recorded("items_doc.json"):
+        library.add("items", obj)
+    child = recorded("attachments_doc.json")
+    child["data"]["parentItem"] = "PQKBRC33"
+    library.add("items", child)
+    standalone = copy.deepcopy(child)
+    standalone["key"] = standalone["data"]["key"] = "PDF00001"
+    del standalone["data"]["parentItem"]
+    standalone["data"].update(title="Scanned chapter.pdf", contentType="application/pdf")
+    library.add("items", standalone)
+    library.add("items", {"key": "NOTE0001", "version": 3, "itemType": "note", "note": "<p>Read before Friday</p>",
+                          "tags": [], "collections": ["9KH9TNSJ"], "relations": {},
+                          "dateAdded": "2011-02-03T10:00:00Z", "dateModified": "2011-02-03T10:00:00Z"})
+    library.add("items", {"key": "TRASH001", "version": 4, "itemType": "journalArticle", "deleted": 1,
+                          "title": "A Trashed Article", "creators": [{"creatorType": "author", "firstName": "Ann",
+                                                                       "lastName": "Trash"}],
+                          "date": "2010", "tags": [], "collections": ["9KH9TNSJ"], "relations": {},
+                          "dateAdded": "2011-02-04T10:00:00Z", "dateModified": "2011-02-04T10:00:00Z"})
+    library.add("items", {"key": "SFILM001", "version": 5, "itemType": "journalArticle",
+                          "title": "Sherlock Holmes on Screen: A Century of Adaptations",
+                          "creators": [{"creatorType": "author", "firstName": "Alan", "lastName": "Barnes"},
+                                       {"creatorType": "editor", "firstName": "Erin", "lastName": "Ed"}],
+                          "abstractNote": "Surveys film adaptations of the Sherlock Holmes stories.",
+                          "publicationTitle": "Journal of Film Studies", "date": "2002-03", "DOI": "10.1234/SHERLOCK.2002",
+                          "tags": [{"tag": "film"}], "collections": ["TVPC4XK4"], "relations": {},
+                          "dateAdded": "2011-02-05T10:00:00Z", "dateModified": "2011-02-05T10:00:00Z"})
+    return library
+
+
+@dataclass
+class Fault:
+    status: int | None  # None: answer normally but add ``headers``
+    headers: dict[str, str]
+    body: str
+    times: int
+    path: str | None  # regular expression searched in the path below the library prefix
+    start: int | None
+    method: str | None = None  # only requests with this method
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str  # without the /api prefix of the local API
+    params: dict[str, str]
+    headers: dict[str, str]
+
+
+class FakeZoteroAPI:
+    """The fake server. Use as a context manager; :attr:`url` is the endpoint to give pyzotero."""
+
+    def __init__(self, *, api_key: str | None = None, local: bool = False, local_enabled: bool = True,
+                 max_limit: int = 100, server_id: str = "fake-server-1", writes: bool = False) -> None:
+        self.local, self.server_id, self.writes = local, server_id, writes
+        self._settings = {"api_key": api_key, "local_enabled": local_enabled, "max_limit": max_limit}
+        self.server = HTTPServer(host="127.0.0.1", port=0)
+        self.server.expect_request(re.compile(r".*")).respond_with_handler(self._handle)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget libraries, faults and requests and undo changes to the settings, so that one
+        running server can serve many tests (starting and stopping one takes half a second)."""
+        self.api_key: str | None = self._settings["api_key"]
+        self.local_enabled: bool = self._settings["local_enabled"]
+        self.max_limit: int = self._settings["max_limit"]
+        self.libraries: dict[tuple[str, int], Library] = {}
+        self.faults: list[Fault] = []
+        self.requests: list[RecordedRequest] = []
+        self.fail_second_half = 0  # item POSTs whose second half of objects fail (code 500)
+        self._key_counter = 0
+        self.server.clear_log()
+
+    def __enter__(self) -> FakeZoteroAPI:
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+
+    @property
+    def url(self) -> str:
+        return self.server.url_for("/api" if self.local else "/").rstrip("/")
+
+    def add_library(self, library: Library) -> Library:
+        self.libraries[(library.kind, library.id)] = library
+        return library
+
+    def inject(self, status: int | None, headers: dict[str, str] | None = None, *, times: int = 1,
+               path: str | None = None, start: int | None = None, body: str = "", method: str | None = None) -> None:
+        """Answer the next ``times`` matching requests with ``status`` (and ``headers``, ``body``)."""
+        default = {429: "Too Many Requests", 503: "Service Unavailable",
+                   412: "Library has been modified since specified version"}.get(status or 0, "Error")
+        self.faults.append(Fault(status, dict(headers or {}), body or default, times, path, start, method))
+
+    def calls(self, path_pattern: str) -> list[RecordedRequest]:
+        """The recorded requests whose path fully matches ``path_pattern``."""
+        return [r for r in self.requests if re.fullmatch(path_pattern, r.path)]
+
+    # -- dispatch ----------------------------------------------------------------------------
+    def _handle(self, request: Request) -> Response:
+        path = request.path
+        if self.local:
+            if not (path == "/api" or path.startswith("/api/")):
+                return self._text(404, "Not Found")
+            path = path[len("/api"):] or "/"
+        params = {k: v for k, v in request.args.items()}
+        self.requests.append(RecordedRequest(request.method, path, params, dict(request.headers)))
+        match = _LIBRARY_RE.match(path)
+        below = (match.group(3) or "") if match else path
+        fault = self._fault(below, params, request.method)
+        if fault and fault.status is not None:
+            return self._text(fault.status, fault.body, fault.headers)
+        response = self._serve(request, path, params, match)
+        if fault:
+            response.headers.update(fault.headers)
+        return response
+
+    def _fault(self, below: str, params: dict[str, str], method: str = "GET") -> Fault | None:
+        for fault in self.faults:
+            if fault.method is not None and fault.method != method:
+                continue
+            if fault.path is not None and not re.search(fault.path, below):
+                continue
+            if fault.start is not None and int(params.get("start", 0)) != fault.start:
+                continue
+            fault.times -= 1
+            if fault.times <= 0:
+                self.faults.remove(fault)
+            return fault
+        return None
+
+    def _serve(self, request: Request, path: str, params: dict[str, str], match: re.Match | None) -> Response:
+        if self.local and not self.local_enabled:
+            return self._text(403, "Local API is not enabled")
+        if self.local and path == "/":
+            return self._text(200, "Nothing to see here.")
+        if request.method == "GET" and path.rstrip("/") == "/items/new":
+            return self._template(params)
+        if request.method != "GET" and not self.writes:
+            return self._text(501, f"{request.method} is not implemented by the fake Zotero API (reads only; "
+                                   "pass writes=True)")
+        if request.method not in ("GET", "POST", "PATCH", "PUT"):
+            return self._text(501, f"{request.method} is not implemented by the fake Zotero API")
+        if not match:
+            return self._text(404, "Not found")
+        kind, library_id = match.group(1), int(match.group(2))
+        if self.local and kind == "users":
+            users = [lib for (k, _), lib in self.libraries.items() if k == "users"]
+            if library_id != 0 and all(lib.id != library_id for lib in users):
+                return self._text(400, "Only the local user's library is available (use user ID 0)")
+            library = users[0] if users else None
+        else:
+            library = self.libraries.get((kind, library_id))
+            denied = self._denied(request, params, library)
+            if denied:
+                return denied
+        if library is None:
+            return self._text(404, "Not found")
+        if params.get("format", "json") != "json":
+            return self._text(400, f"format={params['format']} is not supported by the fake Zotero API")
+        since = request.headers.get("If-Modified-Since-Version")
+        if since and request.method == "GET" and since.isdigit() and int(since) >= library.version:
+            return Response(status=304, headers={"Last-Modified-Version": str(library.version)})
+        below = match.group(3) or "/"
+        for method, pattern, handler in ROUTES:
+            route = re.fullmatch(pattern, below)
+            if route and method == request.method:
+                return getattr(self, handler)(request, library, below, params, **route.groupdict())
+        return self._text(404, "Not found")
+
+    def _denied(self, request: Request, params: dict[str, str], library: Library | None) -> Response | None:
+        key = request.headers.get("Zotero-API-Key") or params.get("key")
+        authorization = request.headers.get("Authorization", "")
+        if not key and authorization.startswith("Bearer "):
+            key = authorization[len("Bearer "):]
+        if key and key != self.api_key:
+            return self._text(403, "Invalid key")
+        if not key and not (library and library.public):
+            return self._text(403, "Forbidden")
+        return None
+
+    # -- handlers ----------------------------------------------------------------------------
+    def _items(self, request: Request, library: Library, below: str, params: dict[str, str],
+               collection: str | None = None) -> Response:
+        if collection and collection not in library.collections:
+            return self._text(404, "Collection not found")
+        trash = below.endswith("/trash")
+        objects = [o for o in library.items.values()
+                   if (bool(o["data"].get("deleted")) == trash or (params.get("includeTrashed") == "1" and not trash))
+                   and (not below.endswith("/top") or not o["data"].get("parentItem"))
+                   and (collection is None or collection in (o["data"].get("collections") or ()))]
+        if "itemType" in params:
+            wanted = params["itemType"]
+            if wanted.startswith("-"):
+                objects = [o for o in objects if o["data"]["itemType"] != wanted[1:]]
+            else:
+                types = {t.strip() for t in wanted.split("||")}
+                objects = [o for o in objects if o["data"]["itemType"] in types]
+        return self._page(request, library, objects, params, "dateModified")
+
+    def _item(self, request: Request, library: Library, below: str, params: dict[str, str], item: str) -> Response:
+        if item not in library.items:
+            return self._text(404, "Item not found")
+        return self._json(library.items[item], {"Last-Modified-Version": str(library.items[item]["version"])})
+
+    def _collections(self, request: Request, library: Library, below: str, params: dict[str, str],
+                     collection: str | None = None) -> Response:
+        if collection and collection not in library.collections:
+            return self._text(404, "Collection not found")
+        objects = [o for o in library.collections.values() if not o["data"].get("deleted")]
+        if collection:
+            objects = [o for o in objects if o["data"].get("parentCollection") == collection]
+        elif below.endswith("/top"):
+            objects = [o for o in objects if not o["data"].get("parentCollection")]
+        return self._page(request, library, objects, params, None)
+
+    def _collection(self, request: Request, library: Library, below: str, params: dict[str, str],
+                    collection: str) -> Response:
+        if collection not in library.collections:
+            return self._text(404, "Collection not found")
+        return self._json(library.collections[collection])
+
+    # -- writes ------------------------------------------------------------------------------
+    def _template(self, params: dict[str, str]) -> Response:
+        item_type = params.get("itemType", "")
+        if item_type not in TEMPLATE_FIELDS:
+            return self._text(400, f"Invalid item type '{item_type}'")
+        template: dict[str, Any] = {"itemType": item_type, "title": "",
+                                    "creators": [{"creatorType": "author", "firstName": "", "lastName": ""}]}
+        template.update({name: "" for name in (*TEMPLATE_FIELDS[item_type], *_COMMON_FIELDS)})
+        template.update(tags=[], collections=[], relations={})
+        return self._json(template)
+
+    def _new_key(self, library: Library) -> str:
+        while True:
+            self._key_counter += 1
+            n, key = self._key_counter, ""
+            for _ in range(8):
+                n, digit = divmod(n, len(_KEY_CHARS))
+                key = _KEY_CHARS[digit] + key
+            if key not in library.items and key not in library.collections:
+                return key
+
+    def _precondition(self, request: Request, library: Library) -> Response | None:
+        expected = request.headers.get("If-Unmodified-Since-Version")
+        if expected is not None and expected != str(library.version):
+            return self._text(412, f"Library has been modified since specified version (expected {expected}, "
+                                   f"found {library.version})", {"Last-Modified-Version": str(library.version)})
+        return None
+
+    def _post_objects(self, request: Request, library: Library, below: str, params: dict[str, str]) -> Response:
+        kind = "items" if below.startswith("/items") else "collections"
+        token = request.headers.get("Zotero-Write-Token")
+        if token and token in library.write_tokens:
+            return self._text(412, "Write token already used")
+        failed_precondition = self._precondition(request, library)
+        if failed_precondition:
+            return failed_precondition
+        try:
+            objects = json.loads(request.get_data(as_text=True) or "null")
+        except ValueError:
+            return self._text(400, "Invalid JSON")
+        if not isinstance(objects, list):
+            return self._text(400, "Uploaded data must be a JSON array")
+        if len(objects) > MAX_WRITE_OBJECTS:
+            return self._text(413, f"Only {MAX_WRITE_OBJECTS} objects can be submitted at a time")
+        doomed = len(objects) // 2 if kind == "items" and self.fail_second_half > 0 else len(objects)
+        if kind == "items" and self.fail_second_half > 0:
+            self.fail_second_half -= 1
+        store = library.items if kind == "items" else library.collections
+        new_version = library.version + 1
+        result: dict[str, dict] = {"successful": {}, "success": {}, "unchanged": {}, "failed": {}}
+        for index, data in enumerate(objects):
+            slot = str(index)
+            key = data.get("key") if isinstance(data, dict) else None
+            error = self._invalid(kind, library, data, store) if index < doomed else (500, "Internal error (injected)")
+            if error:
+                result["failed"][slot] = {"key": key or "", "code": error[0], "message": error[1]}
+                continue
+            data = {k: v for k, v in data.items() if k not in ("version",)}
+            if key in store:
+                current = store[key]
+                merged = {**current["data"], **data}
+                if merged == current["data"]:
+                    result["unchanged"][slot] = key
+                    continue
+                current["data"] = merged
+                current["version"] = merged["version"] = new_version
+                obj = current
+            else:
+                key = key or self._new_key(library)
+                data.update(key=key, version=new_version)
+                if kind == "items":
+                    data.setdefault("dateAdded", "2026-12-02T12:00:00Z")
+                    data.setdefault("dateModified", "2026-12-02T12:00:00Z")
+                    data.setdefault("tags", [])
+                    data.setdefault("collections", [])
+                    data.setdefault("relations", {})
+                else:
+                    data.setdefault("parentCollection", False)
+                    data.setdefault("relations", {})
+                obj = library.add(kind, {"key": key, "version": new_version, "meta": {}, "data": data})
+            result["successful"][slot] = obj
+            result["success"][slot] = key
+        if result["successful"]:
+            library.version = new_version
+        if token:
+            library.write_tokens.add(token)
+        return self._json(result, {"Last-Modified-Version": str(library.version)})
+
+    def _invalid(self, kind: str, library: Library, data: Any, store: dict) -> tuple[int, str] | None:
+        if not isinstance(data, dict):
+            return 400, "Object must be a JSON object"
+        key = data.get("key")
+        if key is not None and key not in store:
+            return 404, f"{kind[:-1].capitalize()} {key} not found"
+        if key in store and "version" in data and int(data["version"]) != int(store[key]["version"]):
+            return 412, f"{kind[:-1].capitalize()} has been modified since specified version (expected " \
+                        f"{data['version']}, found {store[key]['version']})"
+        if kind == "items":
+            item_type = data.get("itemType") or (store[key]["data"].get("itemType") if key in store else None)
+            if item_type is None:
+                return 400, "'itemType' property not provided"
+            if key not in store and item_type not in TEMPLATE_FIELDS:
+                return 400, f"'{item_type}' is not a valid itemType"
+            missing = [c for c in data.get("collections") or () if c not in library.collections]
+            if missing:
+                return 409, f"Collection {missing[0]} not found"
+        elif key not in store and not data.get("name"):
+            return 400, "Collection name not provided"
+        return None
+
+    def _patch_object(self, request: Request, library: Library, below: str, params: dict[str, str],
+                      item: str | None = None, collection: str | None = None) -> Response:
+        store, key = (library.items, item) if item else (library.collections, collection)
+        if key not in store:
+            return self._text(404, "Not found")
+        try:
+            data = json.loads(request.get_data(as_text=True) or "null")
+        except ValueError:
+            return self._text(400, "Invalid JSON")
+        if not isinstance(data, dict):
+            return self._text(400, "Uploaded data must be a JSON object")
+        expected = request.headers.get("If-Unmodified-Since-Version", data.get("version"))
+        if expected is None:
+            return self._text(428, "If-Unmodified-Since-Version not provided")
+        if str(expected) != str(store[key]["version"]):
+            return self._text(412, f"Object has been modified since specified version (expected {expected}, "
+                                   f"found {store[key]['version']})")
+        data = {k: v for k, v in data.items() if k != "version"}
+        current = store[key]
+        merged = {**current["data"], **data} if request.method == "PATCH" else {**data, "key": key}
+        if merged != current["data"]:
+            library.version += 1
+            current["data"] = merged
+            current["version"] = merged["version"] = library.version
+        return Response(status=204, headers={**self._common(), "Last-Modified-Version": str(library.version)})
+
+    # -- responses ---------------------------------------------------------------------------
+    def _page(self, request: Request, library: Library, objects: list[dict], params: dict[str, str],
+              default_sort: str | None) -> Response:
+        try:
+            start = int(params.get("start", 0))
+            limit = min(int(params.get("limit", 25)), self.max_limit)
+            since = int(params.get("since", 0))
+        except ValueError:
+            return self._text(400, "Invalid start, limit or since")
+        if start < 0 or limit < 1:
+            return self._text(400, "Invalid start or limit")
+        objects = [o for o in objects if int(o.get("version") or 0) > since]
+        sort = params.get("sort", default_sort)
+        if sort:
+            field_name = {"name": "name", "title": "title"}.get(sort, sort)
+            descending = params.get("direction", "desc" if sort.startswith("date") else "asc") == "desc"
+            objects = sorted(objects, key=lambda o: str(o["data"].get(field_name) or ""), reverse=descending)
+        total = len(objects)
+        base = request.base_url
+        others = [(k, v) for k, v in request.args.items(multi=True) if k != "start"]
+
+        def link(at: int, rel: str) -> str:
+            query = urlencode(others + ([("start", str(at))] if at else []))
+            return f'<{base}{"?" + query if query else ""}>; rel="{rel}"'
+
+        links = []
+        if start > 0:
+            links += [link(0, "first"), link(max(0, start - limit), "prev")]
+        if start + limit < total:
+            links.append(link(start + limit, "next"))
+        if total > limit:
+            links.append(link((total - 1) // limit * limit, "last"))
+        links.append(f'<https://www.zotero.org/{library.kind}/{library.id}/items>; rel="alternate"')
+        return self._json(objects[start:start + limit], {
+            "Total-Results": str(total), "Last-Modified-Version": str(library.version), "Link": ", ".join(links)})
+
+    def _json(self, body: Any, headers: dict[str, str] | None = None) -> Response:
+        return Response(json.dumps(body), 200, {**self._common(), **(headers or {})}, content_type="application/json")
+
+    def _text(self, status: int, text: str, headers: dict[str, str] | None = None) -> Response:
+        return Response(text, status, {**self._common(), **(headers or {})}, content_type="text/plain")
+
+    def _common(self) -> dict[str, str]:
+        headers = {"Zotero-API-Version": "3"}
+        if self.local:
+            headers["Zotero-Server-ID"] = self.server_id
+        return headers
