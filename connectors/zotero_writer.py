@@ -199,13 +199,17 @@ class ZoteroWriter:
             return patch or None
         return self.update_items(items, change)
 
-    def remove_from_collection(self, items: list[dict[str, Any]], collection_key: str) -> WriteReport:
-        """Take items out of a collection; they stay in the library."""
+    def remove_from_collection(self, items: list[dict[str, Any]], collection_key: str,
+                               new_extra: Callable[[dict[str, Any]], str] | None = None) -> WriteReport:
+        """Take items out of a collection; they stay in the library. ``new_extra`` rewrites Extra."""
         def change(data: dict[str, Any]) -> dict[str, Any] | None:
             collections = list(data.get("collections") or [])
             if collection_key not in collections:
                 return None
-            return {"collections": [c for c in collections if c != collection_key]}
+            update: dict[str, Any] = {"collections": [c for c in collections if c != collection_key]}
+            if new_extra is not None:
+                update["extra"] = new_extra(data)
+            return update
         return self.update_items(items, change)
 
     # -- the write request -------------------------------------------------------------------

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import click
 import connectors
 
 from . import __version__, defaults, report
-from .feedback import judgements_from_keywords, merge_judgements
+from .feedback import is_litrank_item, judgements_from_keywords, merge_judgements, zotero_judgements
 from .model import LearnedModel, SimilarityModel
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking
 
@@ -114,8 +115,14 @@ def main(verbose: int, quiet: bool) -> None:
               help="0 = pure relevance order; higher values push near-duplicate topics down the list (MMR).")
 @click.option("--no-feedback", is_flag=True,
               help="Ignore stored likes/dislikes (litrank feedback) and litrank:liked/disliked keywords.")
+@click.option("--zotero-dir", type=click.Path(file_okay=False), default=None,
+              help="Zotero data directory for -l zotero:local (default: Zotero's own, usually ~/Zotero; "
+                   "also $LITRANK_ZOTERO_DIR).")
+@click.option("--zotero-collection", default=None, metavar="PATH",
+              help="Use only this Zotero collection (and its subcollections) of every zotero: library, "
+                   "e.g. Reading/ML; the same as appending ?collection=PATH.")
 def rank(library_sources, collection_sources, top, output_format, output, explain, library_format, collection_format,
-         model_name, embedder, diversity, no_feedback):
+         model_name, embedder, diversity, no_feedback, zotero_dir, zotero_collection):
     """Rank the papers of a collection by relevance to your library.
 
     Papers of the collection that are already in your library (same DOI, arXiv id, or title
@@ -127,6 +134,7 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
       litrank rank -l refs.bib -c ../shared/seeds -n 10 -o reading-list.bib
       litrank rank -c papers.csv -n 0 --format jsonl > picks.jsonl
     """
+    library_sources = zotero_sources(library_sources, zotero_dir, zotero_collection)
     try:
         output_format = _output_format(output, output_format)
         library, library_label = _load_sources(library_sources, library_format, defaults.bundled_library,
@@ -135,6 +143,8 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
                                                      defaults.bundled_collection, defaults.COLLECTION_DESCRIPTION,
                                                      "collection")
         judgements = {} if no_feedback else _judgements(library, collection)
+        # Items `litrank sync` created are picks, not your reading (judgements on them are read above).
+        library = [paper for paper in library if not is_litrank_item(paper)] or library
         model = SimilarityModel() if model_name == "similarity" else LearnedModel(embedder=make_embedder(embedder))
         ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top or None,
                                                           explain_terms=5 if explain else 0, judgements=judgements)
@@ -153,6 +163,16 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
     click.echo(f"Wrote {len(ranking.recommendations)} picks to {output} ({output_format}).", err=True)
 
 
+def zotero_sources(sources: tuple[str, ...], zotero_dir: str | None, collection: str | None) -> tuple[str, ...]:
+    """Apply --zotero-dir and --zotero-collection to the zotero: sources."""
+    if zotero_dir:
+        os.environ["LITRANK_ZOTERO_DIR"] = zotero_dir  # read by connectors.zotero_sqlite for zotero:local
+    if not collection:
+        return sources
+    return tuple(f"{source}?collection={collection}" if source.startswith("zotero:") and "?" not in source else source
+                 for source in sources)
+
+
 def make_embedder(name: str | None):
     """The sentence embedder for ``--embedder`` (None without the option); bad input exits 2."""
     if not name:
@@ -168,11 +188,22 @@ def make_embedder(name: str | None):
 
 
 def _judgements(library, collection) -> dict[str, int]:
-    """Stored judgements and litrank:liked/disliked keywords, by paper id (keywords win)."""
+    """Stored judgements and litrank:liked/disliked keywords, by paper id (keywords win).
+
+    Judgements given in Zotero on litrank's own items (tags, or removal from the reading-list
+    collection) are first saved in the feedback store, so every later run knows them.
+    """
     from connectors.feedback_store import FeedbackStore
 
-    papers = list(library) + list(collection)
-    stored = FeedbackStore().judgements(papers)
+    store = FeedbackStore()
+    from_zotero = zotero_judgements(library)
+    if from_zotero:
+        store.record_many(from_zotero, source="zotero")
+        liked = sum(1 for _, value in from_zotero if value > 0)
+        click.echo(f"Read {_plural(len(from_zotero), 'judgement')} from your Zotero items ({liked} liked, "
+                   f"{len(from_zotero) - liked} disliked or removed).", err=True)
+    papers = [p for p in library if not is_litrank_item(p)] + list(collection)
+    stored = store.judgements(papers)
     judgements = merge_judgements(stored, judgements_from_keywords(papers))
     if judgements:
         liked = sum(1 for value in judgements.values() if value > 0)

@@ -22,10 +22,8 @@ from connectors.zotero_items import paper_from_item
 
 from . import defaults
 from .paper import IdentityIndex, Paper
+from .feedback import DROPPED_FROM, EXTRA_PREFIX, IN_COLLECTION, LITRANK_TAG as TAG, is_litrank_item
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking, Recommendation
-
-TAG = "litrank"
-EXTRA_PREFIX = "litrank:"
 LOCAL_DATABASE_MESSAGE = (
     "litrank never writes to Zotero's database file (zotero:local): Zotero must be the only writer of "
     "zotero.sqlite. To sync, use the Web API (-l zotero:user/<id> with $ZOTERO_API_KEY, a key with write "
@@ -50,14 +48,19 @@ class Plan:
                 f"remove {len(self.remove)}, unchanged {self.unchanged}")
 
 
-def extra_lines(pick: Recommendation, n_candidates: int) -> list[str]:
-    """litrank's own ``extra`` lines for a pick."""
-    lines = [f"{EXTRA_PREFIX} rank {pick.rank} of {n_candidates}, score {pick.score:.4f}"]
+def extra_lines(pick: Recommendation, n_candidates: int, to: str) -> list[str]:
+    """litrank's own ``extra`` lines for a pick placed in the collection ``to``."""
+    lines = [f"{EXTRA_PREFIX} rank {pick.rank} of {n_candidates}, score {pick.score:.4f}",
+             f"{IN_COLLECTION}{_path(to)}"]
     if pick.because:
         lines.append(f"{EXTRA_PREFIX} closest to " + "; ".join(r.paper.title for r in pick.because if r.paper.title))
     if pick.paper.title_derived:
         lines.append(f"{EXTRA_PREFIX} title derived from the abstract (the source gives none)")
     return lines
+
+
+def _path(to: str) -> str:
+    return "/".join(part.strip() for part in to.strip().strip("/").split("/"))
 
 
 def merge_extra(extra: str, ours: list[str]) -> str:
@@ -77,7 +80,7 @@ def item_type(paper: Paper) -> str:
     return "preprint"
 
 
-def new_item(template: dict[str, Any], pick: Recommendation, n_candidates: int) -> dict[str, Any]:
+def new_item(template: dict[str, Any], pick: Recommendation, n_candidates: int, to: str) -> dict[str, Any]:
     """The ``data`` of a new Zotero item for a pick, filled into pyzotero's template."""
     paper = pick.paper
     data = dict(template)
@@ -92,7 +95,7 @@ def new_item(template: dict[str, Any], pick: Recommendation, n_candidates: int) 
               "url": paper.url or (f"https://arxiv.org/abs/{paper.arxiv_id}" if paper.arxiv_id else ""),
               "DOI": paper.doi, venue_field: paper.venue or ("arXiv" if paper.arxiv_id else ""),
               "archiveID": f"arXiv:{paper.arxiv_id}" if paper.arxiv_id else "",
-              "extra": merge_extra("", extra_lines(pick, n_candidates))}
+              "extra": merge_extra("", extra_lines(pick, n_candidates, to))}
     data.update({k: v for k, v in values.items() if k in template and v})
     data["creators"] = creators
     data["tags"] = [{"tag": TAG}]
@@ -104,7 +107,8 @@ def _is_ours(data: dict[str, Any]) -> bool:
     return any(tag.get("tag") == TAG for tag in data.get("tags") or [])
 
 
-def make_plan(ranking: Ranking, items: list[dict[str, Any]], collection_key: str | None, source: str) -> Plan:
+def make_plan(ranking: Ranking, items: list[dict[str, Any]], collection_key: str | None, source: str,
+              to: str) -> Plan:
     """What to write so that the collection holds exactly the picks, with current fields."""
     ours = {str(d["key"]): d for d in items if _is_ours(d)}
     papers = [p for d in ours.values() if (p := paper_from_item(d, source)) is not None]
@@ -121,7 +125,7 @@ def make_plan(ranking: Ranking, items: list[dict[str, Any]], collection_key: str
         in_collection = collection_key is not None and collection_key in (data.get("collections") or [])
         if not in_collection:
             plan.add.append((pick, data))
-        elif merge_extra(data.get("extra", ""), extra_lines(pick, ranking.n_candidates)) != (data.get("extra") or ""):
+        elif merge_extra(data.get("extra", ""), extra_lines(pick, ranking.n_candidates, to)) != (data.get("extra") or ""):
             plan.update.append((pick, data))
         else:
             plan.unchanged += 1
@@ -190,17 +194,18 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, dive
         _fail("--to needs a collection name")
     try:
         writer = ZoteroWriter(client_for(targets[0]))
-        library = [p for p in connectors.load_many(library_sources, None) if TAG not in p.keywords]
+        everything = connectors.load_many(library_sources, None)
+        library = [p for p in everything if not is_litrank_item(p)]
         if not library:
             _fail(f"the library ({', '.join(library_sources)}) contains no papers of yours")
         collection, _ = _load_sources(collection_sources, None, defaults.bundled_collection,
                                       defaults.COLLECTION_DESCRIPTION, "collection")
-        judgements = {} if no_feedback else _judgements(library, collection)
+        judgements = {} if no_feedback else _judgements(everything, collection)
         model = SimilarityModel() if model_name == "similarity" else LearnedModel()
         ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top, judgements=judgements)
         collection_key = writer.find_collection(to)
         items = writer.items()
-        plan = make_plan(ranking, items, collection_key, writer.source)
+        plan = make_plan(ranking, items, collection_key, writer.source, to)
     except (connectors.SourceError, ValueError) as exc:
         _fail(str(exc))
     if dry_run:
@@ -217,9 +222,9 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, dive
             kind = item_type(pick.paper)
             if kind not in templates:
                 templates[kind] = writer.template(kind)
-            new_items.append(new_item(templates[kind], pick, ranking.n_candidates))
+            new_items.append(new_item(templates[kind], pick, ranking.n_candidates, to))
         created = writer.create_items(new_items, collection_key)
-        extras = {str(data["key"]): extra_lines(pick, ranking.n_candidates) for pick, data in plan.add + plan.update}
+        extras = {str(data["key"]): extra_lines(pick, ranking.n_candidates, to) for pick, data in plan.add + plan.update}
 
         def litrank_fields(data: dict[str, Any]) -> dict[str, Any] | None:
             lines = extras.get(str(data["key"]))
@@ -227,7 +232,9 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, dive
             return {"extra": new_extra} if new_extra is not None and new_extra != (data.get("extra") or "") else None
 
         linked = writer.add_to_collection([d for _, d in plan.add + plan.update], collection_key, litrank_fields)
-        removed = writer.remove_from_collection(plan.remove, collection_key)
+        # Marked as dropped by litrank, so that only the user's own removals count as dislikes.
+        removed = writer.remove_from_collection(plan.remove, collection_key,
+                                                lambda data: merge_extra(data.get("extra", ""), [f"{DROPPED_FROM}{_path(to)}"]))
     except (connectors.SourceError, WriteError) as exc:
         _fail(str(exc))
     failed_keys = {f.key for f in linked.failures}

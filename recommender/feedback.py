@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from .paper import Paper
+from .paper import IdentityIndex, Paper
 
 LIKED = 1
 DISLIKED = -1
@@ -34,3 +34,53 @@ def merge_judgements(*dicts: Mapping[str, int]) -> dict[str, int]:
     for judgements in dicts:
         merged.update(judgements)
     return merged
+
+
+# --- judgements given in Zotero, on the items litrank wrote (see `litrank sync`) ---------------
+
+LITRANK_TAG = "litrank"
+EXTRA_PREFIX = "litrank:"
+IN_COLLECTION = "litrank: in "
+DROPPED_FROM = "litrank: dropped from "
+
+
+def is_litrank_item(paper: Paper) -> bool:
+    """True for an item `litrank sync` created (tagged ``litrank``): a pick, not the user's reading."""
+    return any(keyword.strip().lower() == LITRANK_TAG for keyword in paper.keywords)
+
+
+def zotero_judgements(papers: Iterable[Paper]) -> list[tuple[Paper, int]]:
+    """Judgements the user gave on litrank's Zotero items.
+
+    A ``litrank:liked`` / ``litrank:disliked`` tag is a like / dislike; an item that litrank
+    put in a collection (an Extra line ``litrank: in <path>``) and that is no longer in that
+    collection, without litrank having dropped it, was removed by the user: a dislike.
+    """
+    judged = []
+    for paper in papers:
+        if not is_litrank_item(paper):
+            continue
+        tagged = judgements_from_keywords([paper]).get(paper.id)
+        if tagged is not None:
+            judged.append((paper, tagged))
+            continue
+        lines = paper.fields.get("extra", "").splitlines()
+        placed = {line[len(IN_COLLECTION):].strip() for line in lines if line.startswith(IN_COLLECTION)}
+        dropped = {line[len(DROPPED_FROM):].strip() for line in lines if line.startswith(DROPPED_FROM)}
+        current = set(paper.fields.get("collections", "").splitlines())
+        if placed - dropped - current:
+            judged.append((paper, DISLIKED))
+    return judged
+
+
+def transfer_judgements(judged: Iterable[tuple[Paper, int]], papers: Iterable[Paper]) -> dict[str, int]:
+    """``paper.id -> judgement`` for the ``papers`` that are the same paper as a judged one."""
+    judged = list(judged)
+    index = IdentityIndex([paper for paper, _ in judged])
+    value = {id(paper): judgement for paper, judgement in judged}
+    result = {}
+    for paper in papers:
+        match = index.find(paper)
+        if match is not None:
+            result[paper.id] = value[id(match)]
+    return result

@@ -350,3 +350,23 @@ def test_sqlite_path_through_connectors(library):
     assert {p.id for p in connectors.load(library)} == zf.REGULAR_USER_ITEMS
     assert {p.id for p in connectors.load(str(library))} == zf.REGULAR_USER_ITEMS
     assert _state(library) == before
+
+
+def test_cli_zotero_dir_and_collection_options(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from recommender.cli import main
+
+    if not REAL_DB.exists():
+        pytest.skip("Zotero's schema comes from ../shared/data/zotero-sqlite/real-library-schema120.sqlite")
+    # Set (not deleted) so that monkeypatch restores the variable the option overwrites.
+    monkeypatch.setenv("LITRANK_ZOTERO_DIR", str(tmp_path / "unset"))
+    data_dir = tmp_path / "MyZotero"
+    data_dir.mkdir()
+    zf.make_library(data_dir / "zotero.sqlite")
+    result = CliRunner().invoke(main, ["rank", "-l", "zotero:local", "--zotero-dir", str(data_dir),
+                                       "--zotero-collection", "Reading/ML", "-n", "3", "--format", "jsonl"])
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 3
+    missing = CliRunner().invoke(main, ["rank", "-l", "zotero:local", "--zotero-dir", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "nowhere" in missing.stderr

@@ -247,3 +247,34 @@ def test_the_learned_model_syncs_idempotently(api):
     again = CliRunner().invoke(main, ["sync", "-l", USER, "--to", TO, "-n", 4], catch_exceptions=False)
     assert "created 0, added 0, updated 0, removed 0" in again.stderr, again.stderr
     assert len(ours(api)) == 4
+
+
+def sync_with_feedback(*args):
+    result = CliRunner().invoke(main, ["sync", "-l", USER, "--model", "similarity", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def test_zotero_feedback_tags_and_removals_become_judgements(api):
+    from connectors.feedback_store import FeedbackStore
+
+    sync_with_feedback("-n", "5", "--to", TO)
+    picks = in_collection(api)
+    assert len(picks) == 5
+    removed, disliked = picks[0], picks[1]
+    removed["collections"] = []  # the user takes one pick out of the reading list ...
+    disliked["tags"] = disliked["tags"] + [{"tag": "litrank:disliked"}]  # ... and marks another
+    result = sync_with_feedback("-n", "5", "--to", TO)
+    assert "Read 2 judgements from your Zotero items (0 liked, 2 disliked or removed)." in result.stderr
+    now = {data["title"] for data in in_collection(api)}
+    assert len(now) == 5 and removed["title"] not in now and disliked["title"] not in now
+    stored = {(entry.title, entry.judgement, entry.source) for entry in FeedbackStore().entries()}
+    assert {(removed["title"], -1, "zotero"), (disliked["title"], -1, "zotero")} <= stored
+
+
+def test_picks_litrank_drops_are_not_taken_for_dislikes(api):
+    sync_with_feedback("-n", "5", "--to", TO)
+    sync_with_feedback("-n", "3", "--to", TO)  # litrank takes two picks out itself
+    result = sync_with_feedback("-n", "5", "--to", TO)
+    assert "from your Zotero items" not in result.stderr
+    assert len(in_collection(api)) == 5
