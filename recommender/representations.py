@@ -8,6 +8,9 @@ recomputing a single vector.
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -84,6 +87,7 @@ class RepresentationBuilder:
         """Representations of ``papers``, whose first ``n_library`` entries are the library."""
         texts = [paper.text for paper in papers]
         result = Representations(n_library=n_library)
+        char_job = _start_char_job(texts) if self.use_char else None
         max_df = 0.9 if len(texts) >= 10 else 1.0
         # One tokenisation serves the word TF-IDF (uni+bigrams) and BM25 (its unigram columns).
         counter = CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
@@ -95,10 +99,8 @@ class RepresentationBuilder:
         word_rows = TfidfTransformer(sublinear_tf=True).fit_transform(counts).astype(np.float32)
         result.word_vectorizer = counter
         result.vectors["word"] = word_rows
-        if self.use_char:
-            char = TfidfVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode",
-                                   min_df=2 if len(texts) >= 200 else 1, sublinear_tf=True, dtype=np.float32)
-            result.vectors["char"] = char.fit_transform(texts)
+        if char_job is not None:
+            result.vectors["char"] = char_job.result()
         if self.lsa_components and min(word_rows.shape) > self.lsa_components + 1:
             svd = TruncatedSVD(self.lsa_components, algorithm="randomized", n_iter=3, random_state=self.random_state)
             # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
@@ -122,6 +124,40 @@ class RepresentationBuilder:
         result.blocks["bm25"] = _bm25_block(result.term_counts, result.bm25_weights, n_library)
         result.blocks["authors"], result.has_authors = author_block(papers, n_library)
         return result
+
+
+def char_ngrams(texts: list[str]) -> sparse.csr_matrix:
+    """Character 4-gram TF-IDF rows (within word boundaries), L2-normalised."""
+    char = TfidfVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode",
+                           min_df=2 if len(texts) >= 200 else 1, sublinear_tf=True, dtype=np.float32)
+    return char.fit_transform(texts)
+
+
+class _Done:
+    def __init__(self, value):
+        self._value = value
+
+    def result(self):
+        return self._value
+
+
+# Below this many papers a second process costs more than it saves.
+PARALLEL_CHAR_MIN_PAPERS = 1000
+
+
+def _start_char_job(texts: list[str]):
+    """Character n-grams, in a second process for large runs (they are the slowest
+    representation, and the word model is built meanwhile); same result either way."""
+    if len(texts) >= PARALLEL_CHAR_MIN_PAPERS and (os.cpu_count() or 1) > 1:
+        try:
+            executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(
+                "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"))
+            future = executor.submit(char_ngrams, texts)
+            executor.shutdown(wait=False)
+            return future
+        except (OSError, RuntimeError, ValueError):  # no processes allowed here: stay serial
+            pass
+    return _Done(char_ngrams(texts))
 
 
 def _bm25_rows(counts: sparse.csr_matrix, k1: float = 1.2, b: float = 0.75) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:

@@ -115,3 +115,13 @@ def test_every_feature_has_a_readable_label():
     labels = [describe_feature(name) for name in feature_names(True)]
     assert len(set(labels)) == len(labels) and not any("_" in label for label in labels)
     assert describe_feature("word_top3") == "words: 3 closest papers"
+
+
+def test_char_ngrams_in_a_second_process_equal_the_serial_result():
+    from recommender.representations import PARALLEL_CHAR_MIN_PAPERS, _start_char_job, char_ngrams
+
+    papers = connectors.load(EXAMPLE_LIBRARY) + connectors.load(require(SEEDS))
+    texts = [p.text for p in papers] * (PARALLEL_CHAR_MIN_PAPERS // len(papers) + 1)
+    parallel = _start_char_job(texts).result()
+    serial = char_ngrams(texts)
+    assert parallel.shape == serial.shape and (parallel != serial).nnz == 0
