@@ -155,7 +155,6 @@ class LearnedModel(_TermExplainer):
         # embeddings reads its columns from the front.
         prior_scores = prior.predict(self.X_[:, : len(prior.feature_names_)]) if prior is not None else None
         self.own_model_ = None
-        parts = []
         if len(library) >= self.min_library:
             rows_judged = {int(self.candidate_rows_[index]): value for index, value in (judgements or {}).items()}
             grades = {int(self.library_rows_[index]): value for index, value in (library_grades or {}).items()}
@@ -164,23 +163,21 @@ class LearnedModel(_TermExplainer):
                 n_folds=self.n_folds, holdout=self.holdout, max_negatives=self.max_negatives,
                 seed=self.random_state, with_embeddings=with_embeddings)
             self.own_model_ = LightGBMRanker(random_state=self.random_state).fit(X, y, group, self.feature_names_)
-            parts.append(("own", self.own_model_.predict(self.X_)))
-        if prior_scores is not None:
-            parts.append(("prior", prior_scores))
-        if not parts:
-            raise ValueError(f"the library has {len(library)} papers, fewer than the {self.min_library} needed "
-                             "to train a ranker, and no pre-trained ranker is installed")
         extra = f" with {getattr(self.embedder, 'model_id', 'dense')} embeddings" if with_embeddings else ""
-        if len(parts) == 2:
-            self.scores_ = (1 - self.prior_weight) * _zscore(parts[0][1]) + self.prior_weight * _zscore(parts[1][1])
+        if self.own_model_ is not None and prior_scores is not None:
+            own_scores = self.own_model_.predict(self.X_)
+            self.scores_ = (1 - self.prior_weight) * _zscore(own_scores) + self.prior_weight * _zscore(prior_scores)
             self.description_ = f"learned: LightGBM{extra} trained on your {len(library)} papers + pre-trained prior"
-        elif parts[0][0] == "own":
-            self.scores_ = parts[0][1]
+        elif self.own_model_ is not None:
+            self.scores_ = self.own_model_.predict(self.X_)
             self.description_ = f"learned: LightGBM{extra} trained on your {len(library)} papers"
-        else:
+        elif prior_scores is not None:
             self.scores_ = prior_scores
             reason = f"library under {self.min_library} papers" if len(library) < self.min_library else "prior only"
             self.description_ = f"learned: pre-trained LightGBM prior{extra} ({reason})"
+        else:
+            raise ValueError(f"the library has {len(library)} papers, fewer than the {self.min_library} needed "
+                             "to train a ranker, and no pre-trained ranker is installed")
         self.prior_model_ = prior
         return self
 
