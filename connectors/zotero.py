@@ -1,5 +1,6 @@
 """Zotero sources by URI: ``zotero:local`` (the local database), ``zotero:user/<id>``,
-``zotero:group/<id>`` (the Web API) and ``zotero:local-api`` (Zotero 7's local HTTP API).
+``zotero:group/<id>`` (the Web API) and ``zotero:local-api`` (the running Zotero's local HTTP API,
+Zotero 7 or newer; written by ``litrank sync`` from Zotero 10, see :mod:`connectors.zotero_local_writes`).
 
 ``?collection=Reading/ML`` after any of them limits the library to that collection and its
 subcollections. This module only routes; the readers live in :mod:`connectors.zotero_sqlite`

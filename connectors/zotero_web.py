@@ -1,6 +1,6 @@
 """Zotero libraries over HTTP, read with pyzotero: the Web API (``zotero:user/<id>``,
-``zotero:group/<id>``) and Zotero 7's local API (``zotero:local-api``), each optionally with
-``?collection=Parent/Child`` (that collection and its subcollections).
+``zotero:group/<id>``) and the running Zotero's local API (``zotero:local-api``, Zotero 7 or
+newer), each optionally with ``?collection=Parent/Child`` (that collection and its subcollections).
 
 Top-level items are read 100 a page, following ``Link: rel="next"``; attachments and notes are
 skipped and every item goes through :func:`connectors.zotero_items.paper_from_item`, as in the
@@ -139,9 +139,10 @@ def collection_paths(collections: list[dict[str, Any]]) -> dict[str, str]:
     return paths
 
 
-def _redact(text: str, secret: str | None) -> str:
-    if secret:
-        text = text.replace(secret, "<redacted>")
+def _redact(text: str, *secrets: str | None) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "<redacted>")
     for pattern in _SECRET_RES:
         text = pattern.sub(r"\1<redacted>", text)
     return text
@@ -186,7 +187,7 @@ class ZoteroLibrary:
         self.zot = zot
         self.target = target
         self.source = target.source
-        self._secret = api_key  # only to redact it; pyzotero sends it as "Authorization: Bearer"
+        self._secrets = [api_key] if api_key else []  # only to redact them; pyzotero sends the key as a header
         self._sleep = sleep
         self.max_wait = max_wait
         if hasattr(zot, "_check_backoff") and hasattr(zot, "backoff_until"):
@@ -194,6 +195,15 @@ class ZoteroLibrary:
 
     def __repr__(self) -> str:
         return f"ZoteroLibrary({self.source!r})"
+
+    def add_secret(self, secret: str) -> None:
+        """Keep ``secret`` (e.g. a local API key) out of every message from now on."""
+        if secret and secret not in self._secrets:
+            self._secrets.append(secret)
+
+    def redact(self, text: str) -> str:
+        """``text`` without this library's keys and anything shaped like a key parameter."""
+        return _redact(text, *self._secrets)
 
     # -- reading ---------------------------------------------------------------------------
     def collections(self) -> list[dict[str, Any]]:
@@ -299,7 +309,7 @@ class ZoteroLibrary:
                     continue  # pyzotero recorded it: _wait_for_backoff waits before the next request
                 self._wait(delay if delay is not None else 2.0 ** attempt)
                 continue
-            detail = _redact(str(failure).strip().replace("\n", " | "), self._secret)
+            detail = self.redact(str(failure).strip().replace("\n", " | "))
             log.debug("%s: %s: %s", self.source, type(failure).__name__, detail[:500])
             raise SourceError(f"{self.source}: {self._message(failure, status)}") from None
         raise AssertionError("unreachable")
@@ -310,14 +320,14 @@ class ZoteroLibrary:
             if local:
                 return f"Zotero's local API is not reachable: {LOCAL_API_HINT}"
             parts = urlsplit(self.zot.endpoint)
-            reason = _redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, self._secret)
+            reason = self.redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             return f"cannot reach the Zotero API at {parts.scheme}://{parts.hostname}: {reason}"
         if status is None or 200 <= status < 300:
             return f"the Zotero API sent a response litrank cannot read ({type(exc).__name__})"
         if status in (401, 403):
             if local:
                 return f"Zotero's local API refused the request (HTTP {status}): {LOCAL_API_HINT}"
-            if self._secret:
+            if self._secrets:
                 return (f"the Zotero API refused the API key (HTTP {status}): it is wrong, revoked or may not "
                         f"read this library; check ${API_KEY_ENV} (or {config_path()}) or create a key at {KEYS_PAGE}")
             return (f"this library is not public and no Zotero API key is set (HTTP {status}): create a key "
@@ -326,6 +336,9 @@ class ZoteroLibrary:
         if status == 404:
             return (f"no such Zotero {self.target.library_type} library (HTTP 404)"
                     + ("" if local else f"; check the id (your user id is shown at {KEYS_PAGE})"))
+        if status == 412 and local:  # the only 412 of a local read: another database answered
+            return ("Zotero now serves another database than when litrank started (its Zotero-Server-ID "
+                    "changed, e.g. another profile was opened); run again")
         if status == 429:
             return "the Zotero API is still rate-limiting requests (HTTP 429); try again later"
         if status >= 500:

@@ -31,10 +31,13 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .errors import SourceError
-from .zotero_web import MAX_ATTEMPTS, RETRY_STATUSES, ZoteroLibrary, _redact, _seconds, collection_paths
+from .zotero_web import MAX_ATTEMPTS, RETRY_STATUSES, ZoteroLibrary, _seconds, collection_paths
+
+if TYPE_CHECKING:
+    from .zotero_local_writes import LocalWriteAccess
 
 log = logging.getLogger("litrank")
 
@@ -78,8 +81,10 @@ def _batches(objects: list, size: int = BATCH_SIZE) -> Iterable[list]:
 class ZoteroWriter:
     """Collections and items of one library, written in batches of at most 50 objects."""
 
-    def __init__(self, library: ZoteroLibrary, *, new_token: Callable[[], str] = lambda: uuid.uuid4().hex) -> None:
+    def __init__(self, library: ZoteroLibrary, *, new_token: Callable[[], str] = lambda: uuid.uuid4().hex,
+                 access: LocalWriteAccess | None = None) -> None:
         self.library = library
+        self.access = access  # the server ID and key writes to Zotero's local API need
         self.zot = library.zot
         self.source = library.source
         self._new_token = new_token
@@ -107,8 +112,25 @@ class ZoteroWriter:
         return (exact or [k for k, p in paths.items() if p.casefold() == wanted.casefold()] or [None])[0]
 
     def template(self, item_type: str) -> dict[str, Any]:
-        """pyzotero's ``item_template`` (GET /items/new, cached by pyzotero) for ``item_type``."""
-        return self.library._request(lambda: self.zot.item_template(item_type))
+        """pyzotero's ``item_template`` (GET /items/new, cached by pyzotero) for ``item_type``; from
+        Zotero's local API, which has no /items/new, the same shape built from its item type's
+        fields and creator types."""
+        from pyzotero import errors as pz
+
+        def fetch() -> dict[str, Any] | None:
+            try:
+                return self.zot.item_template(item_type)
+            except pz.CallDoesNotExistError:
+                return None
+
+        template = self.library._request(fetch)
+        if template is not None:
+            return template
+        fields = self.library._request(lambda: self.zot.item_type_fields(item_type))
+        creator_types = self.library._request(lambda: self.zot.item_creator_types(item_type))
+        primary = creator_types[0]["creatorType"] if creator_types else "author"
+        return {"itemType": item_type, "creators": [{"creatorType": primary, "firstName": "", "lastName": ""}],
+                **{str(f["field"]): "" for f in fields}, "tags": [], "collections": [], "relations": {}}
 
     # -- collections -------------------------------------------------------------------------
     def ensure_collection(self, path: str) -> tuple[str, list[str]]:
@@ -226,7 +248,7 @@ class ZoteroWriter:
             sent_obj = sent[int(index)] if str(index).isdigit() and int(index) < len(sent) else {}
             report.failures.append(Failure(str(failure.get("key") or sent_obj.get("key") or ""),
                                            str(sent_obj.get("title") or ""), int(failure.get("code") or 0),
-                                           _redact(str(failure.get("message") or ""), self.library._secret)))
+                                           self.library.redact(str(failure.get("message") or ""))))
         return report
 
     def _post(self, kind: str, objects: list[dict[str, Any]], *, retry_precondition: bool = True) -> dict[str, Any]:
@@ -238,7 +260,10 @@ class ZoteroWriter:
         headers = {"Zotero-Write-Token": self._new_token(), "Content-Type": "application/json"}
         failure: BaseException | None = None
         status: int | None = None
+        reauthorized = False
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            if self.access is not None:
+                self.access.ensure_key()
             if self._pause:
                 pause, self._pause = self._pause, 0.0
                 self.library._wait(pause)
@@ -263,7 +288,15 @@ class ZoteroWriter:
                 if not isinstance(answer, dict):
                     failure = ValueError("not a JSON object")
                     break
+                if self.access is not None:
+                    self.access.written()
                 return answer
+            if self.access is not None:
+                if status == 401 and not reauthorized:  # revoked, or a one-write key used up
+                    reauthorized = True
+                    self.access.key_rejected()
+                    continue
+                self.access.raise_for_refusal(status, response.text)
             if status == 412 and retry_precondition and kind == "items":
                 raise _PreconditionFailed()
             if status in RETRY_STATUSES and attempt < MAX_ATTEMPTS:
@@ -271,7 +304,7 @@ class ZoteroWriter:
                 continue
             failure = WriteError(f"HTTP {status}")
             break
-        detail = _redact(str(failure), self.library._secret)
+        detail = self.library.redact(str(failure))
         log.debug("%s: write failed: %s", self.source, detail[:500])
         if status == 413:
             message = "the Zotero API refused a write of too many objects (HTTP 413)"

@@ -151,8 +151,9 @@ def _render_plan(plan: Plan, to: str) -> str:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-l", "--library", "library_sources", multiple=True, metavar="SOURCE", required=True,
-              help="Your Zotero library, written to: zotero:user/<id>, zotero:group/<id> or zotero:local-api "
-                   "(with other library sources, the first Zotero one is written).")
+              help="Your Zotero library, written to: zotero:user/<id>, zotero:group/<id> (Web API) or "
+                   "zotero:local-api (Zotero 10 running; asks you once in Zotero). With other library sources, "
+                   "the first Zotero one is written.")
 @click.option("-c", "--collection", "collection_sources", multiple=True, metavar="SOURCE",
               help="The papers to rank, as for `litrank rank`. Default: the bundled ICML 2026 list.")
 @click.option("--to", "to", required=True, metavar="COLLECTION",
@@ -172,12 +173,17 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, dive
     explanation on `litrank:` lines of Extra) for each pick not yet in the library, adds
     existing ones to the collection, updates litrank's fields of the picks already there and
     takes picks that fell out of the top N out of the collection (never out of the library).
-    Running it again changes only what changed. Examples:
+    Running it again changes only what changed.
+
+    With -l zotero:local-api (Zotero 10 running), the first write makes Zotero ask you to allow
+    litrank; "Always Allow" keeps the key for later syncs. Examples:
 
     \b
       litrank sync -l zotero:user/475425 --to "Reading list: ICML 2026" --dry-run
       litrank sync -l zotero:user/475425 -c icml2026.jsonl --to "litrank/ICML 2026" -n 30
+      litrank sync -l zotero:local-api --to "Reading list: ICML 2026"
     """
+    from connectors.zotero_local_writes import LocalWriteAccess, LocalWriteError
     from connectors.zotero_web import client_for
     from connectors.zotero_writer import WriteError, ZoteroWriter
 
@@ -193,7 +199,17 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, dive
     if not to.strip().strip("/"):
         _fail("--to needs a collection name")
     try:
-        writer = ZoteroWriter(client_for(targets[0]))
+        zotero_library = client_for(targets[0])
+        access = None
+        if zotero_library.target.local:
+            access = LocalWriteAccess(zotero_library, notify=lambda message: click.echo(message, err=True))
+            try:
+                access.check()
+            except LocalWriteError as exc:
+                if not dry_run:
+                    raise
+                click.echo(f"Note: {exc}", err=True)
+        writer = ZoteroWriter(zotero_library, access=access)
         everything = connectors.load_many(library_sources, None)
         library = [p for p in everything if not is_litrank_item(p)]
         if not library:

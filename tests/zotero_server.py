@@ -40,7 +40,9 @@ Implemented with ``FakeZoteroAPI(writes=True)`` (otherwise writes answer 501): t
     PATCH/PUT <lib>/items/<key> (and collections/<key>): ``If-Unmodified-Since-Version`` (or
     the body's ``version``) must equal the object's version -> else 412; no precondition ->
     428; answer 204 with the new ``Last-Modified-Version``.
-    GET /items/new?itemType=T (not under a library, as on api.zotero.org): an item template.
+    GET /items/new?itemType=T (not under a library, as on api.zotero.org): an item template;
+    GET /itemTypeFields?itemType=T and /itemTypeCreatorTypes?itemType=T (in both modes): its fields
+    and creator types, localized (en-US). The item types are those of TEMPLATE_FIELDS.
     Fault injection for writes: ``inject(..., method="POST")`` limits a fault to one method
     (e.g. a 412 on the next write, a 429 with Retry-After); :attr:`FakeZoteroAPI.fail_second_half`
     > 0 makes that many next item POSTs fail the second half of their objects (code 500) while
@@ -92,6 +94,15 @@ TEMPLATE_FIELDS = {
     "preprint": ("genre", "repository", "archiveID", "place", "series", "number"),
     "book": ("series", "volume", "place", "publisher", "numPages", "ISBN"),
 }
+CREATOR_TYPES = {  # GET /itemTypeCreatorTypes: the primary type first, then by localized name
+    "conferencePaper": ("author", "contributor", "editor", "reviewedAuthor", "seriesEditor", "translator"),
+    "journalArticle": ("author", "contributor", "editor", "reviewedAuthor", "translator"),
+    "preprint": ("author", "contributor", "editor", "reviewedAuthor", "translator"),
+    "book": ("author", "contributor", "editor", "seriesEditor", "translator"),
+}
+_LOCALIZED = {"abstractNote": "Abstract", "accessDate": "Accessed", "archiveLocation": "Loc. in Archive",
+              "url": "URL", "numPages": "# of Pages", "publicationTitle": "Publication",
+              "journalAbbreviation": "Journal Abbr"}  # the others: "proceedingsTitle" -> "Proceedings Title"
 _LIBRARY_RE = re.compile(r"/(users|groups)/(\d+)(/.*)?\Z")
 
 
@@ -189,7 +200,7 @@ class FakeZoteroAPI:
     """The fake server. Use as a context manager; :attr:`url` is the endpoint to give pyzotero."""
 
     def __init__(self, *, api_key: str | None = None, local: bool = False, local_enabled: bool = True,
-                 max_limit: int = 100, server_id: str = "fake-server-1", writes: bool = False) -> None:
+                 max_limit: int = 100, server_id: str | None = "fake-server-1", writes: bool = False) -> None:
         self.local, self.server_id, self.writes = local, server_id, writes
         self._settings = {"api_key": api_key, "local_enabled": local_enabled, "max_limit": max_limit}
         self.server = HTTPServer(host="127.0.0.1", port=0)
@@ -273,8 +284,8 @@ class FakeZoteroAPI:
             return self._text(403, "Local API is not enabled")
         if self.local and path == "/":
             return self._text(200, "Nothing to see here.")
-        if request.method == "GET" and path.rstrip("/") == "/items/new":
-            return self._template(params)
+        if request.method == "GET" and path.rstrip("/") in ("/items/new", "/itemTypeFields", "/itemTypeCreatorTypes"):
+            return self._template(path.rstrip("/"), params)
         if request.method != "GET" and not self.writes:
             return self._text(501, f"{request.method} is not implemented by the fake Zotero API (reads only; "
                                    "pass writes=True)")
@@ -299,7 +310,7 @@ class FakeZoteroAPI:
             return self._text(400, f"format={params['format']} is not supported by the fake Zotero API")
         since = request.headers.get("If-Modified-Since-Version")
         if since and request.method == "GET" and since.isdigit() and int(since) >= library.version:
-            return Response(status=304, headers={"Last-Modified-Version": str(library.version)})
+            return Response(status=304, headers={**self._common(), "Last-Modified-Version": str(library.version)})
         below = match.group(3) or "/"
         for method, pattern, handler in ROUTES:
             route = re.fullmatch(pattern, below)
@@ -360,13 +371,18 @@ class FakeZoteroAPI:
         return self._json(library.collections[collection])
 
     # -- writes ------------------------------------------------------------------------------
-    def _template(self, params: dict[str, str]) -> Response:
+    def _template(self, path: str, params: dict[str, str]) -> Response:
         item_type = params.get("itemType", "")
         if item_type not in TEMPLATE_FIELDS:
             return self._text(400, f"Invalid item type '{item_type}'")
+        fields = ("title", *TEMPLATE_FIELDS[item_type], *(f for f in _COMMON_FIELDS if f != "title"))
+        if path != "/items/new":
+            names, kind = (fields, "field") if path == "/itemTypeFields" else (CREATOR_TYPES[item_type], "creatorType")
+            return self._json([{kind: name, "localized": _LOCALIZED.get(name) or re.sub(
+                r"(?<=[a-z])(?=[A-Z])", " ", name[0].upper() + name[1:])} for name in names])
         template: dict[str, Any] = {"itemType": item_type, "title": "",
                                     "creators": [{"creatorType": "author", "firstName": "", "lastName": ""}]}
-        template.update({name: "" for name in (*TEMPLATE_FIELDS[item_type], *_COMMON_FIELDS)})
+        template.update({name: "" for name in fields})
         template.update(tags=[], collections=[], relations={})
         return self._json(template)
 
@@ -539,6 +555,6 @@ class FakeZoteroAPI:
 
     def _common(self) -> dict[str, str]:
         headers = {"Zotero-API-Version": "3"}
-        if self.local:
+        if self.local and self.server_id:  # None: Zotero 7-9, which send no server ID
             headers["Zotero-Server-ID"] = self.server_id
         return headers

@@ -1,0 +1,167 @@
+"""A fake running Zotero desktop app: its local API (``http://127.0.0.1:23119/api/``) with the
+WRITE side that Zotero 10 adds, on top of the fake Zotero API of tests/zotero_server.py (whose
+read and write handling it reuses). ``FakeZoteroDesktop(version=9)`` is Zotero 7-9 instead.
+
+Implemented, Zotero 7-9 (``version < 10``, the read-only local API)
+    The reads of ``FakeZoteroAPI(local=True)``, but no ``Zotero-Server-ID`` header on any
+    response; any method other than GET/HEAD -> 400 text/plain "Endpoint does not support
+    method\\n" (what Zotero's server sends); /api/local/authorize does not exist -> 404.
+Implemented, Zotero 10 (``version >= 10``)
+    Every response under /api, errors included, has ``Zotero-Server-ID: <server_id>``;
+    ``GET /api/`` answers 200 (pyzotero fetches the ID there); the bare ``/api`` -> 404.
+    A request (read or write) with a different ``Zotero-Server-ID`` -> 412 "Zotero-Server-ID
+    does not match". A write (POST/PUT/PATCH/DELETE under /api/users/0/...) without the header
+    -> 428 "Zotero-Server-ID not provided"; then its local API key, from ``Zotero-API-Key``,
+    ``Authorization: Bearer K`` or ``?key=K``: none -> 401 "API key required", unknown -> 401
+    "Invalid or expired API key", both with ``WWW-Authenticate: Zotero-API-Key realm="Zotero
+    Local API"``. A key granted with "Allow" is used up by the first write request that
+    presents it; one granted with "Always Allow" lasts until :meth:`revoke_all` (the "Clear
+    Write Authorizations" button). Then the Web API write handling of zotero_server.py applies
+    (write tokens, at most 50 objects, per-object failures, PATCH/PUT preconditions; DELETE 501).
+    POST /api/local/authorize with ``Zotero-Server-ID`` (else 428) and a JSON body whose
+    ``appName`` is a non-empty string (else 400) shows the dialog: the answer is the next of
+    :attr:`dialog_answers`, else :attr:`dialog` ("always" -> 200 ``{"key": K, "remember": true}``,
+    "allow" -> ``{"key": K, "remember": false}``, "deny" -> 403 ``{"denied": true}``, "ignore" ->
+    the same 403 after :attr:`dialog_wait` seconds, a user who does not answer), and the
+    appName is recorded in :attr:`dialogs`. At most 5 dialogs per 60 s (by :attr:`clock`, default
+    ``time.monotonic``); past that -> 429 with ``Retry-After`` (whole seconds until one frees).
+    Other methods on endpoints that do not take them (POST /api/, GET /api/local/authorize) -> 400.
+In both: GET /api/items/new -> 404 (the local API has no item templates), while
+/api/itemTypeFields and /api/itemTypeCreatorTypes answer; the local user's library is
+/api/users/0 (groups by their id), reads need no key; ``local_enabled=False`` -> 403.
+Not implemented: the dialog's wait for the user (it answers at once), the 5-per-minute limit
+counting anything but dialogs, key persistence across runs, /api/local endpoints other than
+authorize, DELETE, searches, files; and what zotero_server.py does not implement.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+import string
+import time
+from collections.abc import Callable
+
+from werkzeug import Request, Response
+
+from tests.zotero_server import FakeZoteroAPI, Library
+
+ANSWERS = {"always": True, "allow": False, "deny": None, "ignore": None}  # dialog answer -> "remember" (None: no key)
+DIALOGS_PER_WINDOW, WINDOW_SECONDS = 5, 60.0
+_WRITES = ("POST", "PUT", "PATCH", "DELETE")
+_UNSUPPORTED = "Endpoint does not support method\n"
+_WWW_AUTHENTICATE = {"WWW-Authenticate": 'Zotero-API-Key realm="Zotero Local API"'}
+
+
+class FakeZoteroDesktop(FakeZoteroAPI):
+    """A running Zotero desktop app (its local API). :attr:`url` is the endpoint for pyzotero
+    (``zotero.Zotero(0, "user", local=True)`` with ``zot.endpoint = server.url``)."""
+
+    def __init__(self, *, version: int = 10, server_id: str = "sPMHtLD6HHBd", dialog: str = "always",
+                 max_limit: int = 100, local_enabled: bool = True) -> None:
+        if dialog not in ANSWERS:
+            raise ValueError(f"dialog must be one of {sorted(ANSWERS)}, not {dialog!r}")
+        self.version = version
+        self._desktop = {"server_id": server_id if version >= 10 else None, "dialog": dialog}
+        super().__init__(local=True, local_enabled=local_enabled, max_limit=max_limit,
+                         server_id=self._desktop["server_id"], writes=version >= 10)
+
+    def reset(self) -> None:
+        """Also forget the granted keys, dialogs, rate-limit window and queued dialog answers,
+        and restore :attr:`server_id`, :attr:`dialog` and :attr:`clock`."""
+        super().reset()
+        self.server_id: str | None = self._desktop["server_id"]
+        self.dialog: str = self._desktop["dialog"]
+        self.dialog_answers: list[str] = []  # the user's next answers, first first ("always"/"allow"/"deny")
+        self.dialogs: list[str] = []  # the appName of every dialog shown
+        self.keys: dict[str, bool] = {}  # granted local API key -> remember ("Always Allow")
+        self.clock: Callable[[], float] = time.monotonic
+        self.dialog_wait = 1.0  # seconds an "ignore"d dialog keeps the request waiting
+        self._dialog_times: list[float] = []
+
+    # -- helpers for tests ---------------------------------------------------------------------
+    def grant(self, remember: bool = True) -> str:
+        """A new key, as if the user had approved a request earlier ("Always Allow" or "Allow")."""
+        key = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
+        self.keys[key] = remember
+        return key
+
+    def revoke_all(self) -> None:
+        """Zotero's "Clear Write Authorizations" button: every granted key stops working."""
+        self.keys.clear()
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def _serve(self, request: Request, path: str, params: dict[str, str], match: re.Match | None) -> Response:
+        method, endpoint = request.method, path.rstrip("/")
+        authorize = endpoint == "/local/authorize"
+        if request.path == "/api" or (authorize and self.version < 10):
+            return self._text(404, "Not Found")
+        if self.version < 10:
+            if method not in ("GET", "HEAD"):
+                return self._text(400, _UNSUPPORTED)
+            return self._text(404, "Not Found") if endpoint == "/items/new" else super()._serve(
+                request, path, params, match)
+        if (authorize and method != "POST") or (method in _WRITES and not match and not authorize):
+            return self._text(400, _UNSUPPORTED)
+        if not self.local_enabled:
+            return super()._serve(request, path, params, match)  # 403
+        sent_id = request.headers.get("Zotero-Server-ID")
+        if sent_id is not None and sent_id != self.server_id:
+            return self._text(412, f"Zotero-Server-ID does not match (expected {self.server_id}, got {sent_id})")
+        if method in _WRITES and sent_id is None:
+            return self._text(428, "Zotero-Server-ID not provided")
+        if authorize:
+            return self._authorize(request)
+        if endpoint == "/items/new":
+            return self._text(404, "Not Found")
+        if method in _WRITES:
+            refused = self._check_key(request, params)
+            if refused:
+                return refused
+        return super()._serve(request, path, params, match)
+
+    def _denied(self, request: Request, params: dict[str, str], library: Library | None) -> Response | None:
+        return None  # the local API reads every library without a key; writes are checked in _serve
+
+    def _check_key(self, request: Request, params: dict[str, str]) -> Response | None:
+        key = request.headers.get("Zotero-API-Key")
+        authorization = request.headers.get("Authorization", "")
+        if not key and authorization.startswith("Bearer "):
+            key = authorization[len("Bearer "):].strip()
+        key = key or params.get("key")
+        if not key:
+            return self._text(401, "API key required", _WWW_AUTHENTICATE)
+        if key not in self.keys:
+            return self._text(401, "Invalid or expired API key", _WWW_AUTHENTICATE)
+        if not self.keys[key]:  # "Allow": one write only
+            del self.keys[key]
+        return None
+
+    def _authorize(self, request: Request) -> Response:
+        try:
+            body = json.loads(request.get_data(as_text=True) or "null")
+        except ValueError:
+            return self._text(400, "Invalid JSON")
+        app_name = body.get("appName") if isinstance(body, dict) else None
+        if not isinstance(app_name, str) or not app_name.strip():
+            return self._text(400, "appName not provided")
+        now = self.clock()
+        self._dialog_times = [t for t in self._dialog_times if now - t < WINDOW_SECONDS]
+        if len(self._dialog_times) >= DIALOGS_PER_WINDOW:
+            wait = max(1, math.ceil(self._dialog_times[0] + WINDOW_SECONDS - now))
+            return self._text(429, "Too many authorization requests", {"Retry-After": str(wait)})
+        self._dialog_times.append(now)
+        self.dialogs.append(app_name)
+        answer = self.dialog_answers.pop(0) if self.dialog_answers else self.dialog
+        if answer not in ANSWERS:
+            return self._text(500, f"the fake's dialog answer {answer!r} is not one of {sorted(ANSWERS)}")
+        remember = ANSWERS[answer]
+        if answer == "ignore":  # nobody at the screen: the request waits, then the dialog is dismissed
+            time.sleep(self.dialog_wait)
+        if remember is None:
+            return self._answer(403, {"denied": True})
+        return self._answer(200, {"key": self.grant(remember), "remember": remember})
+
+    def _answer(self, status: int, body: dict) -> Response:
+        return Response(json.dumps(body), status, self._common(), content_type="application/json")
