@@ -190,9 +190,15 @@ class LocalWriteAccess:
         remembered = bool(answer.get("remember"))
         self._use(key, remembered=remembered)
         if remembered:
-            self.store.put(server_id, key)
-            self.notify(f"Zotero allowed {self.app_name} to write; the key is kept in {self.store.path} "
-                        "for later syncs.")
+            try:
+                self.store.put(server_id, key)
+            except (OSError, SourceError) as exc:  # the key still serves this run
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                self.notify(f"Zotero allowed {self.app_name} to write, but the key could not be kept in "
+                            f"{self.store.path} ({reason}); Zotero will ask again next time.")
+            else:
+                self.notify(f"Zotero allowed {self.app_name} to write; the key is kept in {self.store.path} "
+                            "for later syncs.")
         else:
             self.notify(f"Zotero allowed {self.app_name} one write request; it will ask again for each further "
                         "request of this sync ('Always Allow' avoids that).")

@@ -223,3 +223,13 @@ def test_an_unanswered_dialog_times_out_with_a_clear_error(zotero):
     with pytest.raises(LocalWriteError, match="nobody answered Zotero's authorisation dialog within 0.2 s"):
         access.ensure_key()
     assert library_client.zot.client.timeout.read == 30  # pyzotero's own timeout is back for other requests
+
+
+def test_a_key_that_cannot_be_kept_still_serves_this_sync(zotero, tmp_path, monkeypatch):
+    not_a_directory = tmp_path / "config-file"
+    not_a_directory.write_text("")
+    monkeypatch.setenv(zotero_web.CONFIG_DIR_ENV, str(not_a_directory))
+    result = run(zotero, "-n", "3")
+    assert result.exit_code == 0, result.stderr
+    assert "but the key could not be kept in" in result.stderr and "Zotero will ask again next time" in result.stderr
+    assert len(in_collection(zotero)) == 3 and zotero.dialogs == ["litrank"]
