@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from ._io import atomic_write_text
 from .errors import SourceError
-from .zotero_web import KEYS_PAGE, ZoteroLibrary, config_path
+from .zotero_web import _TRANSPORT_MODULES, KEYS_PAGE, ZoteroLibrary, config_path
 
 log = logging.getLogger("litrank")
 
@@ -173,11 +173,11 @@ class LocalWriteAccess:
                                   "another; wait a minute and run the same command again (it completes the sync), "
                                   "choosing 'Always Allow' this time") from None
         except Exception as exc:
-            if type(exc).__module__.split(".")[0] in ("httpx2", "httpx") and "Timeout" in type(exc).__name__:
+            transport = type(exc).__module__.split(".")[0] in _TRANSPORT_MODULES
+            if transport and "Timeout" in type(exc).__name__:
                 raise LocalWriteError(f"{source}: nobody answered Zotero's authorisation dialog within "
                                       f"{self.authorize_timeout:g} s; run again and answer it in Zotero") from None
-            if not isinstance(exc, (pz.PyZoteroError, ValueError, OSError)) and \
-                    type(exc).__module__.split(".")[0] not in ("httpx2", "httpx", "httpcore2", "httpcore"):
+            if not (transport or isinstance(exc, (pz.PyZoteroError, ValueError, OSError))):
                 raise
             status = getattr(getattr(self.zot, "request", None), "status_code", None)
             log.debug("%s: authorisation failed: %s", source, self.library.redact(str(exc))[:500])

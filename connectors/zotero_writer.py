@@ -24,6 +24,12 @@ then answers a concurrent change with a per-object 412): those objects are fetch
 their change is recomputed and sent once more. Whatever still fails is reported per object in
 :class:`WriteReport` (never raised half-way), so a second run completes the job.
 
+Through Zotero 10's local API a :class:`connectors.zotero_local_writes.LocalWriteAccess` gives
+each request its server ID and local key (asking Zotero for one at the first write); a 401 (a
+revoked key, or a one-write key used up) makes it ask once more before the request is resent,
+and the local API's own refusals (read-only Zotero, another database) end the write with a
+clear error. Its item templates are built from ``/itemTypeFields``: it has no ``/items/new``.
+
 The API key is never part of a message: errors go through the library's redaction.
 """
 from __future__ import annotations
