@@ -1,6 +1,7 @@
 """BibTeX/BibLaTeX files: read them into :class:`Paper` records and write papers back.
 
-Reading (bibtexparser 1.4 does the tokenising; this module adds what it lacks):
+Reading (bibtexparser 1.4 does the tokenising; this module and :mod:`connectors._bibtex_scan`,
+the only one that touches bibtexparser's internals, add what it lacks):
 
 * ``@string`` macros and the month macros are expanded here, after parsing, so an undefined
   macro is kept as text with a warning instead of aborting the whole file, and cyclic macros
@@ -29,21 +30,18 @@ braces (``title = {{...}}``); text is escaped for LaTeX, URLs and DOIs are writt
 """
 from __future__ import annotations
 
-import bisect
 import logging
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
-import pyparsing
-from bibtexparser.bibdatabase import COMMON_STRINGS, BibDataString, BibDataStringExpression
-from bibtexparser.bparser import BibTexParser
+from bibtexparser.bibdatabase import COMMON_STRINGS
 
 from recommender.paper import Paper
 from recommender.text import find_arxiv_id, normalize_doi, strip_accents, surname
 
+from ._bibtex_scan import CONTAINER_TYPES, Scanner, resolve_crossrefs
 from ._io import atomic_write_text, read_text
 from .errors import SourceError
 from .latex import escape_latex, format_name, is_institution, latex_to_text, parse_names
@@ -68,12 +66,6 @@ _VERBATIM_FIELDS = frozenset(
     "url doi eprint file pdf crossref xref entryset ids related biburl bibsource isbn issn urldate "
     "local-url date-added date-modified added-at timestamp interhash intrahash archiveprefix "
     "eprinttype eprintclass primaryclass langid key sortkey presort label".split())
-_NOT_INHERITED = frozenset(
-    "ids crossref xref entryset title subtitle titleaddon shorttitle sorttitle indextitle "
-    "indexsorttitle label shorthand sortkey presort abstract doi eprint eprinttype archiveprefix "
-    "primaryclass url file date-added date-modified added-at timestamp keywords keyword".split())
-_CONTAINER_TYPES = frozenset("book mvbook collection mvcollection proceedings mvproceedings "
-                             "reference mvreference".split())
 _VENUE_FALLBACKS = ("school", "institution", "series", "howpublished", "organization", "publisher")
 _COMMON_FIELDS = ("editor", "volume", "number", "pages", "month", "publisher", "address",
                   "edition", "series", "school", "institution", "organization", "howpublished")
@@ -83,161 +75,11 @@ _STOP_WORDS = frozenset(
 _MONTHS = {name.lower(): abbrev for abbrev, name in COMMON_STRINGS.items()}
 DERIVED_TITLE_NOTE = "Title derived from the abstract by litrank"
 
-_HEADER_RE = re.compile(r"\s*@\s*([A-Za-z]+)\s*[{(]\s*([^\s,{}()\"#%'=]*)")
-_LINE_HEADER_RE = re.compile(r"^[ \t]*@[ \t]*(?!comment\b)[A-Za-z]+[ \t]*[{(]", re.M | re.I)
-_ANY_HEADER_RE = re.compile(r"@[ \t]*(?!comment\b)[A-Za-z]+[ \t]*[{(][ \t\r\n]*[^\s,{}()]+[ \t\r\n]*,", re.I)
-_EMPTY_ENTRY_RE = re.compile(r"\s*@\s*([A-Za-z]+)\s*[{(]\s*([^\s,{}()\"#%'=]+)\s*,?\s*[})]\s*")
 _YEAR_RE = re.compile(r"(?<!\d)(\d{4})(?!\d)")
 _VALID_KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_:.\-/+]*")
 _JOURNAL_RE = re.compile(
     r"\b(journal|transactions|trans\.|letters|reviews?|magazine|bulletin|annals|quarterly|"
     r"communications of|nature|science|plos|jmlr|tmlr|machine learning research|corr|acta)\b", re.I)
-
-
-@dataclass
-class _Raw:
-    type: str
-    key: str
-    values: dict  # field name -> str | BibDataString | BibDataStringExpression
-    pos: int
-
-
-class _Scanner:
-    """Runs bibtexparser over a text, recording where each entry starts, and recovers."""
-
-    def __init__(self, text: str, source: str) -> None:
-        self.text, self.source = text, source
-        self.entries: list[_Raw] = []
-        self.strings: dict = {}
-        self.stray: list[str] = []  # text outside entries
-        self.broken = 0
-        self._newlines = [i for i, ch in enumerate(text) if ch == "\n"]
-
-    def line(self, pos: int) -> int:
-        return bisect.bisect_left(self._newlines, pos) + 1
-
-    def broken_entry(self, pos: int, key: str, reason: str = "") -> None:
-        self.broken += 1
-        log.warning("%s:%d: entry %r could not be parsed and was skipped%s",
-                    self.source, self.line(pos), key or "?", reason)
-
-    def parse(self, start: int, end: int) -> None:
-        parser = BibTexParser(common_strings=False, ignore_nonstandard_types=False,
-                              interpolate_strings=False, add_missing_from_crossref=False)
-        parser.expect_multiple_parse = True
-        # pyparsing expands tabs before parsing unless told not to: locations would drift.
-        parser._expr.main_expression.parse_with_tabs()
-        database, events = parser.bib_database, []
-        parser._expr.entry.add_parse_action(
-            lambda s, loc, toks: events.append((loc, "entry", database.entries[-1])))
-        parser._expr.implicit_comment.add_parse_action(
-            lambda s, loc, toks: events.append((loc, "comment", toks[0])))
-        failed_at = None
-        try:
-            parser.parse(self.text[start:end])
-        except pyparsing.ParseBaseException as exc:
-            failed_at = start + exc.loc
-        self.strings.update(database.strings)
-        for loc, kind, item in events:
-            pos = start + loc
-            if kind == "entry":
-                swallowed = _LINE_HEADER_RE.search(self.text, pos + 1, end)
-                if swallowed and any(_LINE_HEADER_RE.search(piece) for value in item.values()
-                                     for piece in _pieces(value)):
-                    self.broken_entry(pos, item["ID"], " (unbalanced braces: a later entry starts inside it)")
-                    self.parse(swallowed.start(), end)
-                    return
-                values = {k: v for k, v in item.items() if k not in ("ID", "ENTRYTYPE")}
-                self.entries.append(_Raw(item["ENTRYTYPE"], item["ID"], values, pos))
-            else:
-                self._comment(pos, item)
-        if failed_at is not None:
-            header = _HEADER_RE.match(self.text, failed_at)
-            if header:
-                self.broken_entry(failed_at, header.group(2))
-            restart = _LINE_HEADER_RE.search(self.text, failed_at + 1, end)
-            if restart:
-                self.parse(restart.start(), end)
-
-    def _comment(self, pos: int, comment: str) -> None:
-        """A stretch bibtexparser saw as a comment: a broken or an empty entry, or text."""
-        header = _HEADER_RE.match(comment)
-        resume_from = 0
-        if header and header.group(1).lower() != "comment":
-            empty = _EMPTY_ENTRY_RE.fullmatch(comment)
-            if empty:  # "@misc{key}" or "@misc{key,}": valid, just has no fields
-                self.entries.append(_Raw(empty.group(1).lower(), empty.group(2), {}, pos))
-                return
-            self.broken_entry(pos, header.group(2))
-            resume_from = header.end()
-        else:
-            self.stray.append(comment)
-        # BibTeX starts an entry at any "@": recover entries hidden later in this stretch.
-        for match in _ANY_HEADER_RE.finditer(comment, resume_from):
-            line_start = comment.rfind("\n", 0, match.start()) + 1
-            if not comment[line_start:match.start()].lstrip().startswith("%"):
-                self.parse(pos + match.start(), pos + len(comment))
-                return
-
-    def expand(self, value, raw: _Raw, seen: tuple = ()) -> str:
-        if isinstance(value, BibDataStringExpression):
-            return "".join(self.expand(part, raw, seen) for part in value.expr)
-        if not isinstance(value, BibDataString):
-            return str(value)
-        name = value.name
-        if name in self.strings and name not in seen:
-            return self.expand(self.strings[name], raw, seen + (name,))
-        if name in COMMON_STRINGS and name not in seen:
-            return COMMON_STRINGS[name]
-        problem = "circular" if name in seen else "undefined"
-        log.warning("%s:%d: entry %r: %s @string %r, kept as text",
-                    self.source, self.line(raw.pos), raw.key, problem, name)
-        return name
-
-
-def _pieces(value) -> list[str]:
-    if isinstance(value, BibDataStringExpression):
-        return [part for part in value.expr if isinstance(part, str)]
-    return [value] if isinstance(value, str) else []
-
-
-def _resolve_crossrefs(raws: list[_Raw], expanded: list[dict], scanner: _Scanner) -> list[dict]:
-    index: dict[str, int] = {}
-    for i, raw in enumerate(raws):
-        index.setdefault(raw.key.casefold(), i)
-    for i, values in enumerate(expanded):
-        for alias in values.get("ids", "").split(","):
-            if alias.strip():
-                index.setdefault(alias.strip().casefold(), i)
-    done: dict[int, dict] = {}
-
-    def resolve(i: int, chain: tuple) -> dict:
-        if i in done:
-            return done[i]
-        values, raw = expanded[i], raws[i]
-        target = values.get("crossref", "").strip()
-        parent = index.get(target.casefold()) if target else None
-        if target and parent is None:
-            log.warning("%s:%d: entry %r: crossref target %r not found",
-                        scanner.source, scanner.line(raw.pos), raw.key, target)
-        elif target and (parent == i or parent in chain):
-            log.warning("%s:%d: entry %r: circular crossref to %r ignored",
-                        scanner.source, scanner.line(raw.pos), raw.key, target)
-        elif target:
-            inherited = resolve(parent, chain + (i,))
-            values = dict(values)
-            for name, value in inherited.items():
-                if name not in values and name not in _NOT_INHERITED:
-                    values[name] = value
-            parent_title = inherited.get("title", "")
-            if raws[parent].type in _CONTAINER_TYPES and parent_title:
-                values.setdefault("booktitle", parent_title)
-            elif raws[parent].type == "periodical" and parent_title and "journaltitle" not in values:
-                values.setdefault("journal", parent_title)
-        done[i] = values
-        return values
-
-    return [resolve(i, ()) for i in range(len(raws))]
 
 
 def _venue_field(entry_type: str) -> str:
@@ -251,7 +93,7 @@ def _venue_field(entry_type: str) -> str:
         return "school"
     if entry_type in ("techreport", "report"):
         return "institution"
-    if entry_type in _CONTAINER_TYPES:
+    if entry_type in CONTAINER_TYPES:
         return "publisher"
     return "howpublished"
 
@@ -308,14 +150,14 @@ def _to_paper(key: str, entry_type: str, values: dict, source: str) -> Paper:
 
 def loads(text: str, source: str = "<string>") -> list[Paper]:
     """Parse BibTeX text; ``source`` names it in messages and in ``Paper.source``."""
-    scanner = _Scanner(text, source)
+    scanner = Scanner(text, source)
     try:
         scanner.parse(0, len(text))
     except RecursionError:
         raise SourceError(f"{source}: braces nested too deeply to parse") from None
     raws = scanner.entries
     expanded = [{name: scanner.expand(value, raw) for name, value in raw.values.items()} for raw in raws]
-    resolved = _resolve_crossrefs(raws, expanded, scanner)
+    resolved = resolve_crossrefs(raws, expanded, scanner)
     papers, first_line, taken = [], {}, set()
     for raw, values in zip(raws, resolved):
         key, folded = raw.key, raw.key.casefold()
