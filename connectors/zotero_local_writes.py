@@ -108,7 +108,6 @@ class LocalWriteAccess:
         self.app_name = app_name
         self.authorize_timeout = authorize_timeout
         self.remembered = False  # the current key was granted with "Always Allow"
-        self.prompts = 0  # dialogs shown in this run
 
     def __repr__(self) -> str:
         return f"LocalWriteAccess({self.library.source!r})"
@@ -158,7 +157,6 @@ class LocalWriteAccess:
         source = self.library.source
         self.notify(f"Zotero is asking whether {self.app_name} may change your library: switch to Zotero and "
                     "answer its dialog ('Always Allow' lets later syncs write without asking).")
-        self.prompts += 1
         client = self.zot.client
         timeout = client.timeout
         client.timeout = self.authorize_timeout
