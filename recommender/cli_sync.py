@@ -23,6 +23,7 @@ from connectors.zotero_items import paper_from_item
 from . import defaults
 from .paper import IdentityIndex, Paper
 from .feedback import DROPPED_FROM, EXTRA_PREFIX, IN_COLLECTION, LITRANK_TAG as TAG, is_litrank_item
+from .cli_common import fail, judgements, load_sources, make_embedder, make_model, model_options
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking, Recommendation
 LOCAL_DATABASE_MESSAGE = (
     "litrank never writes to Zotero's database file (zotero:local): Zotero must be the only writer of "
@@ -161,12 +162,11 @@ def _render_plan(plan: Plan, to: str) -> str:
                    "(created with its parents when missing).")
 @click.option("-n", "--top", default=20, show_default=True, type=click.IntRange(min=1), help="How many picks.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (create / add / update / remove) and write nothing.")
-@click.option("--model", "model_name", type=click.Choice(["learned", "similarity"]), default="learned",
-              show_default=True, help="As for `litrank rank`.")
+@model_options
 @click.option("--diversity", type=click.FloatRange(0, 1), default=DEFAULT_DIVERSITY, show_default=True,
               help="As for `litrank rank`.")
 @click.option("--no-feedback", is_flag=True, help="Ignore stored likes/dislikes.")
-def sync(library_sources, collection_sources, to, top, dry_run, model_name, diversity, no_feedback):
+def sync(library_sources, collection_sources, to, top, dry_run, model_name, embedder, diversity, no_feedback):
     """Put the top picks into a collection of your Zotero library, idempotently.
 
     Creates the collection when missing, creates an item (tagged `litrank`, rank, score and
@@ -187,17 +187,14 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, dive
     from connectors.zotero_web import client_for
     from connectors.zotero_writer import WriteError, ZoteroWriter
 
-    from .cli import _fail, _judgements, _load_sources
-    from .model import LearnedModel, SimilarityModel
-
     targets = [s for s in library_sources if s.split("?", 1)[0] in ("zotero:local-api",)
                or s.startswith(("zotero:user/", "zotero:group/"))]
     if not targets:
         if any(s.split("?", 1)[0] == "zotero:local" for s in library_sources):
-            _fail(LOCAL_DATABASE_MESSAGE)
-        _fail("sync writes to a Zotero library: pass -l zotero:user/<id>, zotero:group/<id> or zotero:local-api")
+            fail(LOCAL_DATABASE_MESSAGE)
+        fail("sync writes to a Zotero library: pass -l zotero:user/<id>, zotero:group/<id> or zotero:local-api")
     if not to.strip().strip("/"):
-        _fail("--to needs a collection name")
+        fail("--to needs a collection name")
     try:
         zotero_library = client_for(targets[0])
         access = None
@@ -213,17 +210,17 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, dive
         everything = connectors.load_many(library_sources, None)
         library = [p for p in everything if not is_litrank_item(p)]
         if not library:
-            _fail(f"the library ({', '.join(library_sources)}) contains no papers of yours")
-        collection, _ = _load_sources(collection_sources, None, defaults.bundled_collection,
+            fail(f"the library ({', '.join(library_sources)}) contains no papers of yours")
+        collection, _ = load_sources(collection_sources, None, defaults.bundled_collection,
                                       defaults.COLLECTION_DESCRIPTION, "collection")
-        judgements = {} if no_feedback else _judgements(everything, collection)
-        model = SimilarityModel() if model_name == "similarity" else LearnedModel()
-        ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top, judgements=judgements)
+        judged = {} if no_feedback else judgements(everything, collection)
+        model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
+        ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top, judgements=judged)
         collection_key = writer.find_collection(to)
         items = writer.items()
         plan = make_plan(ranking, items, collection_key, writer.source, to)
     except (connectors.SourceError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if dry_run:
         click.echo(_render_plan(plan, to), nl=False)
         click.echo(f"Dry run: nothing was written ({plan.counts()}).", err=True)
@@ -252,7 +249,7 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, dive
         removed = writer.remove_from_collection(plan.remove, collection_key,
                                                 lambda data: merge_extra(data.get("extra", ""), [f"{DROPPED_FROM}{_path(to)}"]))
     except (connectors.SourceError, WriteError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     failed_keys = {f.key for f in linked.failures}
     n_added = sum(1 for _, d in plan.add if d["key"] not in failed_keys)
     n_updated = sum(1 for _, d in plan.update if d["key"] not in failed_keys)

@@ -22,12 +22,15 @@ from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.svm import LinearSVC
 
+from .hybrid import HybridModel
 from .model import LearnedModel, SimilarityModel
 from .paper import Paper
 from .signals import recency_weights
 
 METRICS = ("ndcg@10", "recall@10", "recall@20", "mrr")
 BASELINES = ("random", "bm25", "tfidf_max", "recency_cosine", "tfidf_svm")
+# litrank's own models, by their --model names.
+MODELS = {"hybrid": HybridModel, "learned": LearnedModel, "similarity": SimilarityModel}
 
 
 def ranking_metrics(ranked_ids: Sequence[str], relevant: set[str] | frozenset[str]) -> dict[str, float]:
@@ -110,13 +113,11 @@ BASELINE_SCORERS: dict[str, Callable[..., np.ndarray]] = {
 
 
 def method_scores(method: str, library: Sequence[Paper], candidates: Sequence[Paper], seed: int = 0,
-                  embedder=None, model_factory: Callable[[], object] | None = None) -> np.ndarray:
-    """Scores of ``candidates`` by one method: ``litrank``, ``litrank_v1`` or a baseline."""
-    if method == "litrank":
-        model = model_factory() if model_factory else LearnedModel(embedder=embedder)
+                  embedder=None) -> np.ndarray:
+    """Scores of ``candidates`` by one method: a litrank model (:data:`MODELS`) or a baseline."""
+    if method in MODELS:
+        model = SimilarityModel() if method == "similarity" else MODELS[method](embedder=embedder)
         return model.fit(library, candidates).scores_
-    if method == "litrank_v1":
-        return SimilarityModel().fit(library, candidates).scores_
     if method == "recency_cosine_embedding":
         return score_recency_cosine(library, candidates, embedder=embedder)
     return BASELINE_SCORERS[method](library, candidates, seed=seed)
@@ -145,14 +146,12 @@ class MethodSummary:
         return float(np.std(self.values[metric])) if self.values[metric] else float("nan")
 
 
-def evaluate_methods(tasks, methods: Sequence[str], embedder=None, seed: int = 0,
-                     model_factory: Callable[[], object] | None = None) -> dict[str, MethodSummary]:
+def evaluate_methods(tasks, methods: Sequence[str], embedder=None, seed: int = 0) -> dict[str, MethodSummary]:
     """Run every method on every task ``(library, candidates, relevant_ids)``; summaries per method."""
     summaries = {method: MethodSummary() for method in methods}
     for task_index, (library, candidates, relevant) in enumerate(tasks):
         for method in methods:
-            scores = method_scores(method, library, candidates, seed=seed + task_index, embedder=embedder,
-                                   model_factory=model_factory)
+            scores = method_scores(method, library, candidates, seed=seed + task_index, embedder=embedder)
             summaries[method].add(ranking_metrics(rank_ids(candidates, scores), relevant))
     return summaries
 

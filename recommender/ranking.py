@@ -8,7 +8,8 @@ from typing import Mapping, Sequence, Union
 import numpy as np
 
 from .feedback import DISLIKED, LIKED
-from .model import Driver, LearnedModel
+from .hybrid import HybridModel
+from .model import Driver
 from .paper import IdentityIndex, Paper, deduplicate
 
 PapersOrSources = Union[str, Path, Sequence[Union[Paper, str, Path]]]
@@ -110,14 +111,14 @@ class Ranker:
 
     Parameters
     ----------
-    model : object with ``fit(library, candidates, judgements, library_grades)``, default LearnedModel()
-        See :mod:`recommender.model`.
+    model : object with ``fit(library, candidates, judgements, library_grades)``, default HybridModel()
+        See :mod:`recommender.hybrid` and :mod:`recommender.model`.
     diversity : float in [0, 1], default=0.15
         Weight of redundancy in the maximal-marginal-relevance re-ranking of the list head.
     """
 
     def __init__(self, model=None, diversity: float = DEFAULT_DIVERSITY):
-        self.model = model if model is not None else LearnedModel()
+        self.model = model if model is not None else HybridModel()
         self.diversity = diversity
 
     def rank(self, library: PapersOrSources, collection: PapersOrSources, top: int | None = None,
@@ -191,8 +192,9 @@ class Ranker:
         return reasons
 
 
-def rank(library: PapersOrSources, collection: PapersOrSources, top: int | None = None) -> list[Recommendation]:
-    """Rank the papers of ``collection`` by relevance to ``library`` with the learned model.
+def rank(library: PapersOrSources, collection: PapersOrSources, top: int | None = None,
+         embedder=None) -> list[Recommendation]:
+    """Rank the papers of ``collection`` by relevance to ``library`` with the default model.
 
     Parameters
     ----------
@@ -200,10 +202,12 @@ def rank(library: PapersOrSources, collection: PapersOrSources, top: int | None 
         Paths are loaded with :func:`connectors.load` (BibTeX, abstract lists, JSONL, CSV...).
     top : int, optional
         Return only the best ``top`` recommendations (default: all).
+    embedder : object with ``embed(texts)``, optional
+        Adds the dense signal, e.g. ``recommender.embeddings.SentenceEmbedder()``.
 
     Returns
     -------
     list of Recommendation
         Best first; papers already in the library are left out.
     """
-    return Ranker().rank(library, collection, top=top).recommendations
+    return Ranker(HybridModel(embedder=embedder)).rank(library, collection, top=top).recommendations

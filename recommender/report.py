@@ -140,3 +140,17 @@ def render_evaluation(summaries, metrics: Sequence[str], caption: str, width: in
     console = Console(width=width, file=io.StringIO(), color_system=None, highlight=False, emoji=False)
     console.print(table)
     return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n") + "\n"
+
+
+def render_grid(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "",
+                width: int = 110) -> str:
+    """A plain table with a title line: the first column left-aligned, the others right-aligned."""
+    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", caption=caption or None,
+                  caption_justify="left")
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="left" if index == 0 else "right")
+    for row in rows:
+        table.add_row(*row)
+    console = Console(width=width, file=io.StringIO(), color_system=None, highlight=False, emoji=False)
+    console.print(table)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines()).strip("\n") + "\n"

@@ -93,7 +93,7 @@ def _cosine_aggregations(rep: Representations, name: str, candidate_rows: np.nda
             _centroid_cosine(rep.vectors[name][candidate_rows], rep.vectors[name][library_cols]), block @ weights]
 
 
-def _bm25_library(rep: Representations, candidate_rows: np.ndarray, library_cols: np.ndarray) -> np.ndarray:
+def library_query_bm25(rep: Representations, candidate_rows: np.ndarray, library_cols: np.ndarray) -> np.ndarray:
     """BM25 with the whole library as one query (term weight log(1 + count)), scaled to max 1."""
     query = np.log1p(np.asarray(rep.term_counts[library_cols].sum(axis=0)).ravel())
     scores = np.asarray(rep.bm25_weights[candidate_rows] @ query).ravel()
@@ -122,7 +122,7 @@ def candidate_features(rep: Representations, candidate_rows: np.ndarray, library
     for name in COSINE_REPRESENTATIONS:
         columns += _cosine_aggregations(rep, name, candidate_rows, library_cols, weights)
     bm25 = rep.blocks["bm25"][np.ix_(candidate_rows, library_cols)]
-    columns += [bm25.max(axis=1), _top_mean(bm25, TOP_K), _bm25_library(rep, candidate_rows, library_cols)]
+    columns += [bm25.max(axis=1), _top_mean(bm25, TOP_K), library_query_bm25(rep, candidate_rows, library_cols)]
     columns.append(_keyterm_overlap(rep.vectors["word"], candidate_rows, library_cols, candidate_rows))
     authors = rep.blocks["authors"][np.ix_(candidate_rows, library_cols)]
     columns += [np.minimum(authors.max(axis=1), 3.0), (authors > 0).mean(axis=1)]

@@ -27,7 +27,10 @@ def seeds() -> Path:
 
 @pytest.fixture(autouse=True)
 def isolated_user_state(tmp_path_factory, monkeypatch):
-    """Keep the feedback store and caches of a test run out of the user's own directories."""
+    """Keep the feedback store and caches of a test run out of the user's own directories, and
+    rank without embeddings unless a test asks for them (the embeddings extra is installed in CI,
+    where `litrank rank` would otherwise pick it up)."""
     state = tmp_path_factory.mktemp("litrank-state")
     monkeypatch.setenv("LITRANK_DATA_DIR", str(state / "data"))
     monkeypatch.setenv("LITRANK_CACHE_DIR", str(state / "cache"))
+    monkeypatch.setenv("LITRANK_EMBEDDER", "none")

@@ -58,18 +58,21 @@ def test_holdout_tasks_hide_library_papers_among_the_collection():
         list(holdout_tasks(library, collection, holdout=1.5))
 
 
-def test_evaluate_methods_litrank_beats_random():
+def test_evaluate_methods_litrank_models_beat_random():
     library = connectors.load(EXAMPLE_LIBRARY)
     collection = connectors.load(require(SEEDS))
-    summaries = evaluate_methods(list(holdout_tasks(library, collection, 0.2, 2, seed=0)), ["litrank", "random"])
-    assert summaries["litrank"].mean("ndcg@10") > summaries["random"].mean("ndcg@10") + 0.3
+    summaries = evaluate_methods(list(holdout_tasks(library, collection, 0.2, 2, seed=0)),
+                                 ["hybrid", "learned", "similarity", "random"])
+    for model in ("hybrid", "learned", "similarity"):
+        assert summaries[model].mean("ndcg@10") > summaries["random"].mean("ndcg@10") + 0.3
 
 
 def test_evaluate_cli_json_has_every_method_and_metric():
     result = CliRunner().invoke(main, ["evaluate", "--repeats", "2", "--format", "json"])
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
-    assert set(payload["methods"]) == {"litrank", "random", "bm25", "tfidf_max", "recency_cosine", "tfidf_svm"}
+    assert payload["benchmark"] == "library" and "proxy" in payload["measures"]
+    assert set(payload["methods"]) == {"hybrid", "learned", "random", "bm25", "tfidf_max", "recency_cosine", "tfidf_svm"}
     for metrics in payload["methods"].values():
         assert set(metrics) == {"ndcg@10", "recall@10", "recall@20", "mrr"}
         assert all(0 <= value <= 1 for value in metrics.values())

