@@ -1,8 +1,9 @@
 """End-to-end speed of ``litrank rank``: a 500-paper library against a 3,000-paper collection.
 
 Runs the installed ``litrank`` command as a subprocess (startup, parsing, features, training,
-output: everything a user waits for), for the learned model and for the v1 similarity score
-in the same run, alternating, and reports medians and their ratio.
+output: everything a user waits for), for the default hybrid model, the learned model and the
+v1 similarity score in the same run, alternating, without embeddings (``--embedder none``; the
+embedding cost is measured by ``benchmarks.bench_embeddings``), and reports medians and ratios.
 
     python -m benchmarks.bench_rank_speed [--repeats 3]
 """
@@ -58,17 +59,19 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         library, collection = build_inputs(args.conferences, Path(tmp))
         base = [str(litrank), "-q", "rank", "-l", str(library), "-c", str(collection), "-n", "20",
-                "--format", "jsonl", "--no-feedback"]
-        times: dict[str, list[float]] = {"learned": [], "similarity (v1)": []}
+                "--format", "jsonl", "--no-feedback", "--embedder", "none"]
+        models = {"hybrid": "hybrid", "learned": "learned", "similarity (v1)": "similarity"}
+        times: dict[str, list[float]] = {name: [] for name in models}
         for _ in range(args.repeats):
-            times["learned"].append(time_command(base + ["--model", "learned"]))
-            times["similarity (v1)"].append(time_command(base + ["--model", "similarity"]))
+            for name, model in models.items():
+                times[name].append(time_command(base + ["--model", model]))
     medians = {name: statistics.median(values) for name, values in times.items()}
     print("litrank rank, 500-paper library x 3,000-paper collection, end to end "
           f"(median of {args.repeats}):")
     for name, median in medians.items():
         print(f"  {name:16s} {median:6.2f} s   runs: {', '.join(f'{t:.2f}' for t in times[name])}")
-    print(f"  learned / v1 ratio: {medians['learned'] / medians['similarity (v1)']:.2f}")
+    for name in ("hybrid", "learned"):
+        print(f"  {name} / v1 ratio: {medians[name] / medians['similarity (v1)']:.2f}")
     return 0
 
 

@@ -27,6 +27,8 @@ EXTRA_HINT = "dense embeddings need the optional extra: pip install 'litrank[emb
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_EMBEDDER.lower(), f"sentence-transformers/{DEFAULT_EMBEDDER}".lower()}
 _SQL_CHUNK = 500  # keys per SELECT ... IN (...), below SQLite's bound-parameter limit
+# Loaded models by model id: a process (a test run, a notebook) loads each once.
+_LOADED_MODELS: dict[str, tuple[object, int]] = {}
 
 
 class EmbeddingsUnavailable(RuntimeError):
@@ -66,7 +68,7 @@ def _bundled_model_dir() -> Path:
 
 def _resolve(model: str) -> tuple[str, str | None]:
     """``(model_id, local directory or None for a name to look up in the local HF cache)``."""
-    if model.strip().lower() in _DEFAULT_ALIASES:
+    if model.strip().lower() in _DEFAULT_ALIASES | {"default"}:
         # The id names the weights, not where this venv keeps them, so the cache survives reinstalls.
         return f"sentence-transformers/{DEFAULT_EMBEDDER}", str(_bundled_model_dir())
     path = Path(model).expanduser()
@@ -87,7 +89,8 @@ class SentenceEmbedder:
     Parameters
     ----------
     model : str, default=DEFAULT_EMBEDDER
-        A local model directory, or a name that resolves offline (see the module docstring).
+        A local model directory, or a name that resolves offline (see the module docstring);
+        "default" is :data:`DEFAULT_EMBEDDER`.
     cache_dir : str or Path, optional
         Directory of the SQLite cache files. Default: :func:`default_cache_dir`.
     batch_size : int, default=32
@@ -129,6 +132,9 @@ class SentenceEmbedder:
     def _load_model(self):
         if self._st is not None:
             return self._st
+        if self._model_id in _LOADED_MODELS:
+            self._st, self._dim = _LOADED_MODELS[self._model_id]
+            return self._st
         os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"  # read on first import
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         try:
@@ -155,6 +161,7 @@ class SentenceEmbedder:
             raise EmbeddingsUnavailable(f"cannot load embedding model {self.model!r} {where} ({first})") from None
         logger.info("loaded embedding model %s (%d dimensions)", self._model_id, self._dim)
         self._st = st
+        _LOADED_MODELS[self._model_id] = (st, self._dim)
         return st
 
     def _encode(self, texts: list[str]) -> np.ndarray:

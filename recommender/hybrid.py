@@ -36,6 +36,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
+from sklearn.base import BaseEstimator
 from sklearn.preprocessing import normalize
 
 from .model import Driver, _TermExplainer
@@ -126,7 +127,7 @@ def _standardize_like(block: np.ndarray, reference: np.ndarray) -> np.ndarray:
     return (np.asarray(block, dtype=np.float64) - reference.mean(axis=0)) / spread
 
 
-class HybridModel(_TermExplainer):
+class HybridModel(_TermExplainer, BaseEstimator):
     """litrank's default ranker: lexical + dense similarity with pseudo-relevance feedback.
 
     Parameters
@@ -239,10 +240,10 @@ class HybridModel(_TermExplainer):
         self.components_["authors"] = self.author_weight * np.log1p(authors.sum(axis=1)) / np.sqrt(n_library)
         self.scores_ = text_score + sum(values for name, values in self.components_.items()
                                         if name in ("profile", "authors"))
-        parts = ["words + character n-grams with feedback"]
+        parts = ["words and character n-grams with pseudo-relevance feedback"]
         if dense:
             parts.append(f"{getattr(self.embedder, 'model_id', 'dense')} embeddings")
-        self.description_ = f"hybrid: {' + '.join(parts)}, against your {n_library} papers"
+        self.description_ = f"hybrid: {' + '.join(parts)}"
         return self
 
     def _first_pass(self, block: np.ndarray, feedback_rows: np.ndarray) -> np.ndarray:

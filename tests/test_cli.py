@@ -153,7 +153,7 @@ def test_feedback_round_trip_through_the_cli():
 def test_model_choice_and_embedder_without_the_extra(monkeypatch):
     result = run("rank", "-n", "3", "--model", "similarity", "--format", "jsonl")
     assert result.exit_code == 0 and "Ranked by tfidf-similarity-v1." in result.stderr
-    assert "Ranked by hybrid: words + character n-grams with feedback, against your 54 papers." in \
+    assert "Ranked by hybrid: words and character n-grams with pseudo-relevance feedback." in \
         run("rank", "-n", "1").stderr
     assert "Ranked by learned: LightGBM trained on your 54 papers" in run("rank", "-n", "1", "--model", "learned").stderr
     monkeypatch.setattr("recommender.embeddings.embeddings_available", lambda: False)
@@ -169,4 +169,4 @@ def test_bibtex_keyword_judgements_are_read(tmp_path):
     result = run("rank", "-l", str(library), "-n", "3")
     assert result.exit_code == 0
     assert "Using 1 judgement of yours (0 liked, 1 disliked)." in result.stderr
-    assert "against your 53 papers" in result.stderr
+    assert "ranked against 53 papers" in result.stdout

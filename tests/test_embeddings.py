@@ -167,3 +167,42 @@ def test_unknown_name_never_downloads(st, tmp_path, monkeypatch):
     embedder = SentenceEmbedder("sentence-transformers/paraphrase-albert-small-v2", cache_dir=tmp_path)
     with pytest.raises(EmbeddingsUnavailable, match="not in the local Hugging Face cache"):
         embedder.embed(["a text"])
+
+
+# -- the embedder in the CLI: picked up by default when the extra is installed -----------------
+
+def test_cli_picks_up_the_embedder_and_a_second_run_embeds_nothing(st, monkeypatch):
+    from click.testing import CliRunner
+
+    from recommender.cli import main
+
+    monkeypatch.delenv("LITRANK_EMBEDDER")
+    first = CliRunner().invoke(main, ["-v", "rank", "-n", "3"])
+    assert first.exit_code == 0, first.stderr
+    assert "Using dense embeddings (all-MiniLM-L6-v2" in first.stderr
+    assert "Ranked by hybrid: words and character n-grams with pseudo-relevance feedback + " \
+           "sentence-transformers/all-MiniLM-L6-v2 embeddings." in first.stderr
+    assert "embedded 124 new texts, 0 from cache" in first.stderr
+    second = CliRunner().invoke(main, ["-v", "rank", "-n", "3"])
+    assert "embedded 0 new texts, 124 from cache" in second.stderr
+    assert second.stdout == first.stdout
+    plain = CliRunner().invoke(main, ["rank", "-n", "3", "--embedder", "none"])
+    assert plain.exit_code == 0 and "dense embeddings" not in plain.stderr and "MiniLM-L6-v2 embeddings." not in plain.stderr
+
+
+def test_csfcube_with_embeddings_adds_the_embedding_methods(st, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from recommender.cli import main
+    from tests.conftest import SHARED, require
+
+    data = require(SHARED / "data" / "csfcube")
+    monkeypatch.delenv("LITRANK_EMBEDDER")
+    result = CliRunner().invoke(main, ["evaluate", "--benchmark", "csfcube", "--data", str(data), "--limit", "1",
+                                       "--methods", "tfidf,embedding,hybrid,hybrid+embeddings", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    methods = json.loads(result.stdout)["methods"]
+    assert set(methods) == {"tfidf", "embedding", "hybrid", "hybrid+embeddings"}
+    assert all(0 <= methods[m]["all"]["map"] <= 1 for m in methods)

@@ -1,0 +1,86 @@
+"""CSFCube benchmark: every method on expert relevance judgements, the README's tables in one run.
+
+    python -m benchmarks.run_csfcube                       # with embeddings when the extra is installed
+    python -m benchmarks.run_csfcube --embedder none --output benchmarks/results/csfcube.json
+
+Runs ``litrank evaluate --benchmark csfcube``'s protocol (:mod:`recommender.human_judgements`) on
+all 50 query-facets, then prints, as Markdown, ``fold1_test`` (the reported fold; litrank's
+weights were chosen on ``fold1_dev``) for all facets and per facet, and ``fold1_dev`` and all 50
+for all facets.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from connectors import SourceError, csfcube
+from recommender.human_judgements import EMBEDDING_METHODS, FACETS, LEXICAL_METHODS, evaluate_csfcube, summary
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "csfcube"
+FOLDS = ("fold1_test", "fold1_dev", "all")
+
+
+def markdown(by_fold: dict, counts: dict) -> str:
+    test = by_fold["fold1_test"]
+    lines = [f"fold1_test ({counts['fold1_test']} query-facets), NDCG%20 / MAP:", "",
+             "| method | all | background | method | result |", "| --- | --- | --- | --- | --- |"]
+    for method, values in test.items():
+        cells = [f"{values[f]['ndcg%20']:.3f} / {values[f]['map']:.3f}" for f in ("all", *FACETS)]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    lines += ["", "All facets, NDCG%20 / MAP, on each fold:", "",
+              "| method | " + " | ".join(f"{fold} ({counts[fold]})" for fold in FOLDS) + " |",
+              "|" + " --- |" * (len(FOLDS) + 1)]
+    for method in test:
+        cells = [f"{by_fold[fold][method]['all']['ndcg%20']:.3f} / {by_fold[fold][method]['all']['map']:.3f}"
+                 for fold in FOLDS]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the CSFCube directory")
+    parser.add_argument("--embedder", default="auto",
+                        help="'auto' (the bundled model when the extra is installed), 'none', a name or a path")
+    parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
+    args = parser.parse_args(argv)
+    try:
+        data = csfcube.load(args.data)
+    except SourceError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    embedder = None
+    if args.embedder != "none":
+        from recommender.embeddings import EmbeddingsUnavailable, SentenceEmbedder, embeddings_available
+
+        if embeddings_available():
+            try:
+                embedder = SentenceEmbedder("default" if args.embedder == "auto" else args.embedder)
+            except EmbeddingsUnavailable as exc:
+                print(exc, file=sys.stderr)
+                return 2
+        elif args.embedder != "auto":
+            print("--embedder needs the optional extra: pip install 'litrank[embeddings]'", file=sys.stderr)
+            return 2
+    methods = list(LEXICAL_METHODS) + (list(EMBEDDING_METHODS) if embedder is not None else [])
+    started = time.perf_counter()
+    results = evaluate_csfcube(data, methods, data.query_facets(), embedder=embedder)
+    seconds = time.perf_counter() - started
+    folds = {fold: data.query_facets(None if fold == "all" else fold) for fold in FOLDS}
+    by_fold = {fold: summary(results, pairs) for fold, pairs in folds.items()}
+    counts = {fold: len(pairs) for fold, pairs in folds.items()}
+    print(markdown(by_fold, counts))
+    print(f"\n{len(methods)} methods on {counts['all']} query-facets in {seconds:.0f} s"
+          + (f" (embedder {embedder.model_id})" if embedder is not None else " (no embedder)"))
+    if args.output:
+        payload = {"benchmark": "csfcube", "tuned_on": "fold1_dev", "query_facets": counts,
+                   "embedder": embedder.model_id if embedder is not None else None, "folds": by_fold}
+        args.output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
