@@ -6,9 +6,11 @@ Tuned on expert relevance judgements (CSFCube's ``fold1_dev``; see ``litrank eva
 1. **Lexical**: cosine over word uni+bigram TF-IDF joined with character 4-gram TF-IDF
    (weight ``char_weight``), fitted on library ∪ collection.
 2. **Pseudo-relevance feedback** (Rocchio): the library paper's vector is moved towards the
-   mean of its ``feedback_docs`` closest candidates (weight ``feedback_weight``) and the
-   lexical cosine computed again. A one-paragraph abstract names a method one way; its
-   nearest neighbours in the collection name it the other ways too.
+   mean of its ``feedback_docs`` closest papers (weight ``feedback_weight`` / n for a library
+   of n papers) and the lexical cosine computed again. A one-paragraph abstract names a
+   method one way; its nearest neighbours in the collection name it the other ways too. Each
+   further paper of a library is real evidence of what its owner means, which the pseudo-
+   feedback only stands in for: hence the 1/n.
 3. **Dense** (with an embedder): cosine of sentence embeddings.
 4. **Fusion**: each signal is standardised over the candidates (per library paper, so every
    library paper is one query with its own scale) and added, dense weighted ``dense_weight``.
@@ -26,9 +28,10 @@ A candidate's score adds three parts:
   to a statement of interest; one shared name in a large library is a small nudge. Zero when
   no paper lists authors.
 
-The weights of the text part were chosen on CSFCube ``fold1_dev``; ``profile_weight`` and
-``author_weight`` (which a one-paper, author-less benchmark cannot see) on the author-
-continuity benchmark.
+The weights of the text part were chosen on CSFCube ``fold1_dev``; what a one-paper,
+author-less benchmark cannot see (the 1/n of the feedback, ``profile_weight`` and
+``author_weight``) on the author-continuity benchmark, to stay within 5% of the learned model
+there.
 """
 from __future__ import annotations
 
@@ -139,7 +142,8 @@ class HybridModel(_TermExplainer, BaseEstimator):
     feedback_docs : int, default=8
         Candidates whose centroid expands each library paper (0 disables feedback).
     feedback_weight : float, default=1.0
-        Weight of that centroid against the library paper itself.
+        Weight of that centroid against the library paper itself, for a one-paper library;
+        divided by the library size n.
     library_feedback : bool, default=True
         Other library papers may serve as feedback too (beside the collection's).
     dense_weight : float, default=0.5
@@ -220,12 +224,12 @@ class HybridModel(_TermExplainer, BaseEstimator):
             first_pass[n_candidates + np.arange(n_library), np.arange(n_library)] = -np.inf  # nor is the paper itself
         lexical = standardize_columns(feedback_expanded_similarity(
             lexical_vectors, self.library_rows_, self.candidate_rows_, feedback_rows, first_pass, self.feedback_docs,
-            self.feedback_weight))
+            self.feedback_weight / n_library))
         fused = lexical.copy()
         if dense:
             dense_z = self.dense_weight * standardize_columns(feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, first_pass,
-                self.feedback_docs, self.dense_feedback_weight))
+                self.feedback_docs, self.dense_feedback_weight / n_library))
             fused += dense_z
         k = aggregation_depth(n_library) if self.aggregation == "auto" else max(1, min(int(self.aggregation), n_library))
         text_score, columns = _top_mean(fused, k)
