@@ -85,6 +85,18 @@ def load(source: str | Path, format: str | None = None) -> list[Paper]:
     UnsupportedFormatError
         When the format is unknown.
     """
+    if isinstance(source, str) and source.startswith("arxiv:"):
+        from . import arxiv_source  # the arXiv API: arxiv:cs.LG, arxiv:search?query=..., arxiv:ID,ID
+
+        return arxiv_source.load(source)
+    if isinstance(source, str) and source.startswith("openalex:"):
+        from . import openalex_source  # OpenAlex: openalex:source/S...?year=YYYY, openalex:doi/...
+
+        return openalex_source.load(source)
+    if isinstance(source, str) and source.startswith("openreview:"):
+        from . import openreview_source  # OpenReview API v2: openreview:ICLR.cc/2026/Conference
+
+        return openreview_source.load(source)
     if isinstance(source, str) and source.startswith("zotero:"):
         from . import zotero  # the Zotero readers: zotero:local, zotero:user/ID, zotero:group/ID, zotero:local-api
 

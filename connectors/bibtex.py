@@ -82,6 +82,10 @@ _JOURNAL_RE = re.compile(
     r"communications of|nature|science|plos|jmlr|tmlr|machine learning research|corr|acta)\b", re.I)
 
 
+_ENTRY_HEADER_RE = re.compile(r"@[ \t]*(?!(?:comment|string|preamble)\b)[A-Za-z]+[ \t]*[{(][ \t]*(?P<key>[^\s,{}()]+)[ \t]*,",
+                              re.I)
+
+
 def _venue_field(entry_type: str) -> str:
     """The field a venue is written to for an entry type."""
     if entry_type in ("article", "periodical", "suppperiodical"):
@@ -342,3 +346,25 @@ def dumps(papers: Sequence[Paper]) -> str:
 def dump(papers: Sequence[Paper], path: Path) -> None:
     """Write ``papers`` to ``path`` atomically (gzip-compressed when it ends in ``.gz``)."""
     atomic_write_text(Path(path), dumps(papers))
+
+
+def add_missing_fields(text: str, additions: dict[str, dict[str, str]]) -> tuple[str, int]:
+    """``text`` with each ``{key: {field: value}}`` addition written into the entry of that key,
+    as the first field, where the entry has no such field yet; everything else stays as it is,
+    byte for byte. Returns the new text and the number of fields added."""
+    added = 0
+    headers = list(_ENTRY_HEADER_RE.finditer(text))
+    pieces, last = [], 0
+    for index, header in enumerate(headers):
+        fields = additions.get(header.group("key"))
+        if not fields:
+            continue
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+        body = text[header.end():end]
+        new = [f"  {name} = {_field_value(name, value)},\n" for name, value in fields.items()
+               if not re.search(rf"(?i)(?:^|[\s,]){re.escape(name)}\s*=", body)]
+        if new:
+            pieces += [text[last:header.end()], "\n" + "".join(new).rstrip("\n")]
+            last = header.end()
+            added += len(new)
+    return "".join(pieces) + text[last:], added

@@ -9,8 +9,8 @@ import click
 import connectors
 
 from . import __version__, defaults, report
-from .cli_common import (configure_logging, fail, judgements, load_sources, make_embedder, make_model, model_options,
-                         plural, zotero_sources)
+from .cli_common import (configure_logging, enrich_papers, fail, judgements, load_sources, make_embedder, make_model,
+                         model_options, plural, remote_options, remote_sources, zotero_sources)
 from .feedback import is_litrank_item
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking
 
@@ -69,10 +69,14 @@ def main(verbose: int, quiet: bool) -> None:
 @click.option("--collection-format", type=click.Choice(list(connectors.FORMATS)), default=None,
               help="Read every --collection source in this format instead of guessing from the extension.")
 @model_options
+@remote_options
 @click.option("--diversity", type=click.FloatRange(0, 1), default=DEFAULT_DIVERSITY, show_default=True,
               help="0 = pure relevance order; higher values push near-duplicate topics down the list (MMR).")
 @click.option("--no-feedback", is_flag=True,
               help="Ignore stored likes/dislikes (litrank feedback) and litrank:liked/disliked keywords.")
+@click.option("--enrich", is_flag=True,
+              help="First fetch abstracts for library papers that have none (arXiv, OpenAlex; cached), "
+                   "as `litrank enrich` does, in memory.")
 @click.option("--zotero-dir", type=click.Path(file_okay=False), default=None,
               help="Zotero data directory for -l zotero:local (default: Zotero's own, usually ~/Zotero; "
                    "also $LITRANK_ZOTERO_DIR).")
@@ -80,7 +84,8 @@ def main(verbose: int, quiet: bool) -> None:
               help="Use only this Zotero collection (and its subcollections) of every zotero: library, "
                    "e.g. Reading/ML; the same as appending ?collection=PATH.")
 def rank(library_sources, collection_sources, top, output_format, output, explain, library_format, collection_format,
-         model_name, embedder, diversity, no_feedback, zotero_dir, zotero_collection):
+         model_name, embedder, since, days, include, offline, diversity, no_feedback, enrich, zotero_dir,
+         zotero_collection):
     """Rank the papers of a collection by relevance to your library.
 
     Papers of the collection that are already in your library (same DOI, arXiv id, or title
@@ -91,8 +96,11 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
       litrank rank -l refs.bib -c icml2026.jsonl -n 50 --explain
       litrank rank -l refs.bib -c ../shared/seeds -n 10 -o reading-list.bib
       litrank rank -c papers.csv -n 0 --format jsonl > picks.jsonl
+      litrank rank -l refs.bib -c arxiv:cs.LG --days 7
+      litrank rank -l refs.bib -c openreview:ICLR.cc/2026/Conference
     """
     library_sources = zotero_sources(library_sources, zotero_dir, zotero_collection)
+    collection_sources = remote_sources(collection_sources, since, days, offline, include)
     try:
         output_format = _output_format(output, output_format)
         library, library_label = load_sources(library_sources, library_format, defaults.bundled_library,
@@ -100,6 +108,8 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
         collection, collection_label = load_sources(collection_sources, collection_format,
                                                     defaults.bundled_collection, defaults.COLLECTION_DESCRIPTION,
                                                     "collection")
+        if enrich:
+            library, _ = enrich_papers(library)
         judged = {} if no_feedback else judgements(library, collection)
         # Items `litrank sync` created are picks, not your reading (judgements on them are read above).
         library = [paper for paper in library if not is_litrank_item(paper)] or library
@@ -150,9 +160,11 @@ def _render(ranking: Ranking, output_format: str, explain: bool, collection_labe
 
 
 # The other commands live in modules of their own that import only cli_common.
+from .cli_enrich import enrich  # noqa: E402
 from .cli_evaluate import evaluate  # noqa: E402
 from .cli_feedback import feedback  # noqa: E402
+from .cli_fetch import fetch  # noqa: E402
 from .cli_sync import sync  # noqa: E402
 
-for _command in (evaluate, feedback, sync):
+for _command in (enrich, evaluate, feedback, fetch, sync):
     main.add_command(_command)

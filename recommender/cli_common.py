@@ -10,6 +10,7 @@ import importlib.util
 import logging
 import os
 import sys
+from collections import Counter
 from typing import Callable
 
 import click
@@ -72,6 +73,47 @@ def zotero_sources(sources: tuple[str, ...], zotero_dir: str | None, collection:
         return sources
     return tuple(f"{source}?collection={collection}" if source.startswith("zotero:") and "?" not in source else source
                  for source in sources)
+
+
+def _with_option(source: str, option: str) -> str:
+    return f"{source}{'&' if '?' in source else '?'}{option}"
+
+
+def remote_sources(sources: tuple[str, ...], since: str | None, days: int | None, offline: bool,
+                   include: str | None = None) -> tuple[str, ...]:
+    """Apply --since / --days to the arxiv: category sources, --include to the openreview: ones,
+    and --offline to every remote one."""
+    if offline:
+        os.environ["LITRANK_OFFLINE"] = "1"  # read by connectors.http_cache
+    if since and days:
+        raise click.UsageError("give --since or --days, not both")
+    window = f"since={since}" if since else f"days={days}" if days else ""
+    result = []
+    for source in sources:
+        if window and source.startswith("arxiv:") and not source.startswith("arxiv:search"):
+            source = _with_option(source, window)
+        if include and source.startswith("openreview:"):
+            source = _with_option(source, f"include={include}")
+        result.append(source)
+    return tuple(result)
+
+
+def remote_options(command: Callable) -> Callable:
+    """``--since``, ``--days`` and ``--offline`` for commands that read collections."""
+    @click.option("--since", default=None, metavar="YYYY-MM-DD",
+                  help="arxiv:CATEGORY collections: papers submitted on or after this date.")
+    @click.option("--days", type=click.IntRange(min=1), default=None,
+                  help="arxiv:CATEGORY collections: papers of the last N days (default 7).")
+    @click.option("--include", type=click.Choice(["accepted", "submissions"]), default=None,
+                  help="openreview:VENUE collections: the accepted papers (default) or every submission.")
+    @click.option("--offline", is_flag=True,
+                  help="Remote sources (arxiv:, openreview:, openalex:) answer from litrank's cache only; "
+                       "no request is made.")
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        return command(*args, **kwargs)
+
+    return wrapper
 
 
 def judgements(library, collection) -> dict[str, int]:
@@ -162,3 +204,19 @@ def model_options(command: Callable) -> Callable:
         return command(*args, **kwargs)
 
     return wrapper
+
+
+def enrich_papers(papers, quiet: bool = False):
+    """``papers`` with abstracts found for those that lack them (said on stderr), and the finds."""
+    from connectors.enrichment import find_abstracts, with_abstracts
+
+    missing = sum(1 for paper in papers if not paper.abstract.strip())
+    if not missing:
+        return papers, {}
+    found = find_abstracts(papers)
+    if not quiet:
+        by_source = Counter(find.source for find in found.values())
+        detail = ", ".join(f"{count} from {source}" for source, count in by_source.most_common())
+        click.echo(f"Found abstracts for {len(found)} of {plural(missing, 'paper')} without one"
+                   + (f" ({detail})." if detail else "."), err=True)
+    return with_abstracts(papers, found), found

@@ -34,3 +34,5 @@ def isolated_user_state(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LITRANK_DATA_DIR", str(state / "data"))
     monkeypatch.setenv("LITRANK_CACHE_DIR", str(state / "cache"))
     monkeypatch.setenv("LITRANK_EMBEDDER", "none")
+    # `--offline` sets $LITRANK_OFFLINE for the rest of the process: restored after every test.
+    monkeypatch.setenv("LITRANK_OFFLINE", "0")
