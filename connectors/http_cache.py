@@ -36,6 +36,9 @@ log = logging.getLogger("litrank")
 
 DEFAULT_TTL = 24 * 3600
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Called with (source, url) before every request sent over the network, e.g. by the CLI's
+# progress display; listeners must not raise.
+REQUEST_LISTENERS: list = []
 
 
 class NetworkError(SourceError):
@@ -163,6 +166,8 @@ class CachedSession(requests.Session):
         for attempt in range(self.max_retries + 1):
             try:
                 self.requests_sent += 1
+                for listener in REQUEST_LISTENERS:
+                    listener(self.source, prepared_url)
                 response = super().request(method, url, *args, **kwargs)
             except requests.exceptions.RequestException as exc:
                 raise NetworkError(f"{self.source}: cannot reach {host} ({type(exc).__name__}); check the "

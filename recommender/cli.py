@@ -10,7 +10,7 @@ import connectors
 
 from . import __version__, defaults, report
 from .cli_common import (configure_logging, enrich_papers, fail, judgements, load_sources, make_embedder, make_model,
-                         model_options, plural, remote_options, remote_sources, zotero_sources)
+                         model_options, network_progress, plural, remote_options, remote_sources, zotero_sources)
 from .feedback import is_litrank_item
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking
 
@@ -105,11 +105,12 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
         output_format = _output_format(output, output_format)
         library, library_label = load_sources(library_sources, library_format, defaults.bundled_library,
                                               defaults.LIBRARY_DESCRIPTION, "library")
-        collection, collection_label = load_sources(collection_sources, collection_format,
-                                                    defaults.bundled_collection, defaults.COLLECTION_DESCRIPTION,
-                                                    "collection")
-        if enrich:
-            library, _ = enrich_papers(library)
+        with network_progress():
+            collection, collection_label = load_sources(collection_sources, collection_format,
+                                                        defaults.bundled_collection, defaults.COLLECTION_DESCRIPTION,
+                                                        "collection")
+            if enrich:
+                library, _ = enrich_papers(library)
         judged = {} if no_feedback else judgements(library, collection)
         # Items `litrank sync` created are picks, not your reading (judgements on them are read above).
         library = [paper for paper in library if not is_litrank_item(paper)] or library

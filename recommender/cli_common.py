@@ -5,6 +5,7 @@ helpers from here and from nowhere else in the CLI.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import logging
@@ -220,3 +221,29 @@ def enrich_papers(papers, quiet: bool = False):
         click.echo(f"Found abstracts for {len(found)} of {plural(missing, 'paper')} without one"
                    + (f" ({detail})." if detail else "."), err=True)
     return with_abstracts(papers, found), found
+
+
+@contextlib.contextmanager
+def network_progress():
+    """While remote sources are read: a one-line status on stderr (requests sent so far, and
+    the waits between them), when stderr is a terminal; silent otherwise."""
+    from connectors import http_cache
+
+    if not sys.stderr.isatty() or logging.getLogger("litrank").level > logging.WARNING:
+        yield
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    sent: dict[str, int] = {}
+    with console.status("Contacting remote sources...") as status:
+        def listener(source: str, url: str) -> None:
+            sent[source] = sent.get(source, 0) + 1
+            status.update(" · ".join(f"{name}: request {count}" for name, count in sent.items())
+                          + " (answers are cached for the next run)")
+
+        http_cache.REQUEST_LISTENERS.append(listener)
+        try:
+            yield
+        finally:
+            http_cache.REQUEST_LISTENERS.remove(listener)

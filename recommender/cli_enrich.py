@@ -7,7 +7,7 @@ import click
 
 import connectors
 
-from .cli_common import enrich_papers, fail, plural
+from .cli_common import enrich_papers, fail, network_progress, plural
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,7 +36,8 @@ def enrich(library, output, offline):
         fail("--output must be another file: litrank never modifies its input")
     try:
         papers = connectors.load(source)
-        enriched, found = enrich_papers(papers)
+        with network_progress():
+            enriched, found = enrich_papers(papers)
         if connectors.detect_format(source) == "bibtex" and connectors.detect_format(target) == "bibtex":
             from connectors import bibtex
             from connectors._io import read_text

@@ -8,7 +8,7 @@ import click
 
 import connectors
 
-from .cli_common import fail, plural, remote_options, remote_sources
+from .cli_common import fail, network_progress, plural, remote_options, remote_sources
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,7 +38,8 @@ def fetch(sources, output, since, days, include, offline):
     except connectors.SourceError as exc:
         fail(str(exc))
     try:
-        papers = connectors.load_many(sources)
+        with network_progress():
+            papers = connectors.load_many(sources)
         if not papers:
             fail(f"{', '.join(sources)}: no papers")
         connectors.dump(papers, target)

@@ -128,3 +128,21 @@ def test_cached_session_keeps_only_successes(tmp_path, httpserver):
     session = CachedSession("test", cache_path=tmp_path / "c.sqlite")
     assert session.get(httpserver.url_for("/missing")).status_code == 404
     assert session.get(httpserver.url_for("/missing")).status_code == 404 and session.cache_hits == 0
+
+
+def test_network_progress_only_on_a_terminal(fake, monkeypatch):
+    import sys
+
+    from connectors import http_cache
+    from recommender.cli_common import network_progress
+
+    seen = []
+    with network_progress():  # stderr is not a terminal here: nothing is shown, nothing listens
+        assert http_cache.REQUEST_LISTENERS == []
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    with network_progress():
+        http_cache.REQUEST_LISTENERS.append(lambda source, url: seen.append(source))
+        connectors.load("arxiv:cs.LG")
+        http_cache.REQUEST_LISTENERS.pop()
+        assert len(http_cache.REQUEST_LISTENERS) == 1  # the status line's own listener
+    assert http_cache.REQUEST_LISTENERS == [] and seen == ["arxiv"]
