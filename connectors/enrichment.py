@@ -2,9 +2,9 @@
 
 In order, each paper without an abstract is looked up
 1. on arXiv, by its arXiv id (100 ids a request);
-2. on OpenAlex, by its DOI (50 a request);
-3. on OpenAlex, by its title, accepted only when the normalised titles are equal and the first
-   authors share a surname (one request a paper).
+2. on OpenAlex, by its DOI (50 a request), then on Semantic Scholar (one a request);
+3. on OpenAlex, then Semantic Scholar, by its title, accepted only when the normalised titles
+   are equal and the first authors share a surname (one request a paper and service).
 Nothing a user wrote is replaced: only papers with an empty abstract are looked up, and the
 caller writes only fields that are absent. Requests are cached (see :mod:`connectors.http_cache`),
 so a second run asks nothing.
@@ -34,7 +34,8 @@ class Found:
 
 def find_abstracts(papers: Sequence[Paper], progress: Callable[[int, int], None] | None = None) -> dict[str, Found]:
     """Abstracts for the papers of ``papers`` whose abstract is empty, by paper id."""
-    from . import arxiv_source, openalex_source
+    from . import arxiv_source, openalex_source, semanticscholar_source
+    from .http_cache import CachedSession
 
     missing = [paper for paper in papers if not paper.abstract.strip()]
     found: dict[str, Found] = {}
@@ -52,11 +53,21 @@ def find_abstracts(papers: Sequence[Paper], progress: Callable[[int, int], None]
             work = works.get(paper.doi)
             if work is not None and work.abstract:
                 found[paper.id] = Found(work.abstract, "OpenAlex (DOI)")
+    s2 = CachedSession("semanticscholar")
+    for paper in [paper for paper in with_doi if paper.id not in found]:
+        record = semanticscholar_source.by_doi(paper.doi, s2)
+        if record is not None and record.abstract:
+            found[paper.id] = Found(record.abstract, "Semantic Scholar (DOI)")
     by_title = [paper for paper in missing if paper.id not in found and paper.title.strip() and not paper.title_derived]
     for done, paper in enumerate(by_title, start=1):
-        work = _openalex(openalex_source.by_title, paper.title, paper.authors[0] if paper.authors else "")
+        first_author = paper.authors[0] if paper.authors else ""
+        work = _openalex(openalex_source.by_title, paper.title, first_author)
         if work is not None and work.abstract:
             found[paper.id] = Found(work.abstract, "OpenAlex (title)")
+        else:
+            record = semanticscholar_source.by_title(paper.title, first_author, s2)
+            if record is not None and record.abstract:
+                found[paper.id] = Found(record.abstract, "Semantic Scholar (title)")
         if progress:
             progress(done, len(by_title))
     log.info("found abstracts for %d of %d papers without one", len(found), len(missing))

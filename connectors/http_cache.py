@@ -10,7 +10,8 @@ later sources) are given instead of their own. For every GET it
   ``max_retries`` times, waiting what ``Retry-After`` says (seconds or an HTTP date, capped at
   ``max_wait``) or an exponential backoff; a network failure becomes a :class:`NetworkError`
   naming the host and ``--offline``;
-* stores successful answers (status 200) in one SQLite file, keyed by method and URL.
+* stores definite answers (200, and 404 "no such paper") in one SQLite file, keyed by method
+  and URL; errors are never kept.
 
 Settings from the environment: ``$LITRANK_OFFLINE`` (1: cache only), ``$LITRANK_HTTP_TTL``
 (seconds, default one day), ``$LITRANK_CACHE_DIR`` (the cache lives in its ``http/``).
@@ -36,6 +37,7 @@ log = logging.getLogger("litrank")
 
 DEFAULT_TTL = 24 * 3600
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+CACHED_STATUSES = frozenset({200, 404})
 # Called with (source, url) before every request sent over the network, e.g. by the CLI's
 # progress display; listeners must not raise.
 REQUEST_LISTENERS: list = []
@@ -179,6 +181,6 @@ class CachedSession(requests.Session):
             log.info("%s answered %d; retrying in %.0f s (%d of %d)", host, response.status_code, wait,
                      attempt + 1, self.max_retries)
             time.sleep(wait)
-        if method.upper() == "GET" and response.status_code == 200:
+        if method.upper() == "GET" and response.status_code in CACHED_STATUSES:
             self._store(method, prepared_url, response)
         return response

@@ -18,8 +18,8 @@ from .cli_common import enrich_papers, fail, network_progress, plural
 def enrich(library, output, offline):
     """Add abstracts to the papers of LIBRARY that have none.
 
-    Looks each one up on arXiv (by arXiv id), then OpenAlex (by DOI, then by exact title and
-    first author). A BibTeX library is copied as it is, with an `abstract` field added to the
+    Looks each one up on arXiv (by arXiv id), then OpenAlex and Semantic Scholar (by DOI, then
+    by exact title and first author). A BibTeX library is copied as it is, with an `abstract` field added to the
     entries that had none: every other field, comment and the entry order stay untouched, and
     no field you wrote is replaced. Other formats are written in the output's format.
 

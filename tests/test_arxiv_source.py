@@ -123,11 +123,16 @@ def test_fetch_round_trips_to_jsonl_and_ranks(fake, tmp_path):
     assert both.exit_code == 2 and "not both" in both.stderr
 
 
-def test_cached_session_keeps_only_successes(tmp_path, httpserver):
-    httpserver.expect_request("/missing").respond_with_data("no", status=404)
-    session = CachedSession("test", cache_path=tmp_path / "c.sqlite")
+def test_cached_session_keeps_answers_but_not_errors(tmp_path, httpserver, monkeypatch):
+    monkeypatch.setattr("connectors.http_cache.time.sleep", lambda seconds: None)
+    httpserver.expect_request("/missing").respond_with_data("no such paper", status=404)
+    httpserver.expect_request("/broken").respond_with_data("down", status=500)
+    session = CachedSession("test", cache_path=tmp_path / "c.sqlite", max_retries=1)
     assert session.get(httpserver.url_for("/missing")).status_code == 404
-    assert session.get(httpserver.url_for("/missing")).status_code == 404 and session.cache_hits == 0
+    again = session.get(httpserver.url_for("/missing"))
+    assert again.status_code == 404 and again.text == "no such paper" and session.cache_hits == 1
+    assert session.get(httpserver.url_for("/broken")).status_code == 500
+    assert session.get(httpserver.url_for("/broken")).status_code == 500 and session.cache_hits == 1
 
 
 def test_network_progress_only_on_a_terminal(fake, monkeypatch):

@@ -3,6 +3,8 @@ fake arXiv and OpenAlex APIs on loopback: arXiv id, then DOI, then exact title +
 user's field is never replaced and the BibTeX output keeps everything else byte for byte."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from click.testing import CliRunner
 
@@ -12,6 +14,7 @@ from recommender.cli import main
 from tests.arxiv_server import FakeArxiv
 from tests.conftest import DATA
 from tests.openalex_server import FakeOpenAlex
+from tests.semanticscholar_server import FakeSemanticScholar
 
 pytest.importorskip("arxiv")
 pytest.importorskip("pyalex")
@@ -20,14 +23,16 @@ LIBRARY = DATA / "enrich-library.bib"
 
 @pytest.fixture
 def fakes(httpserver, monkeypatch):
-    arxiv, openalex = FakeArxiv(), FakeOpenAlex()
+    arxiv, openalex, s2 = FakeArxiv(), FakeOpenAlex(), FakeSemanticScholar()
     httpserver.expect_request("/api/query").respond_with_handler(arxiv)
     httpserver.expect_request("/works").respond_with_handler(openalex)
+    httpserver.expect_request(re.compile("^/graph/v1/")).respond_with_handler(s2)
+    monkeypatch.setenv("LITRANK_S2_API", httpserver.url_for("").rstrip("/"))
     monkeypatch.setenv("LITRANK_ARXIV_API", httpserver.url_for("/api/query"))
     monkeypatch.setenv("LITRANK_ARXIV_DELAY", "0")
     monkeypatch.setenv("LITRANK_OPENALEX_API", httpserver.url_for("").rstrip("/"))
     monkeypatch.delenv("LITRANK_OFFLINE", raising=False)
-    return arxiv, openalex
+    return arxiv, openalex, s2
 
 
 def test_abstracts_by_arxiv_id_doi_and_exact_title(fakes):
@@ -35,7 +40,9 @@ def test_abstracts_by_arxiv_id_doi_and_exact_title(fakes):
     found = find_abstracts(papers)
     assert {key: f.source for key, f in found.items()} == {
         "lovelace2026masked": "arXiv", "bellman2024conservative": "OpenAlex (DOI)",
-        "hyvarinen2024score": "OpenAlex (title)"}  # the survey's title is no exact match; kept2024 has one
+        "hyvarinen2024score": "OpenAlex (title)", "akiba2019optuna": "Semantic Scholar (DOI)",
+        "devlin2019bert": "Semantic Scholar (title)"}  # the survey's title is no exact match; kept2024 has one
+    assert found["devlin2019bert"].abstract == "We introduce a new language representation model called BERT."
     assert found["lovelace2026masked"].abstract.startswith("We connect discrete flow matching")
     assert found["bellman2024conservative"].abstract == "Conservative critics learn policies from fixed datasets."
 
@@ -45,12 +52,12 @@ def test_enrich_writes_the_bibtex_with_only_the_abstracts_added(fakes, tmp_path)
     before = LIBRARY.read_bytes()
     result = CliRunner().invoke(main, ["enrich", str(LIBRARY), "-o", str(out)])
     assert result.exit_code == 0, result.stderr
-    assert "Found abstracts for 3 of 4 papers without one (1 from arXiv, 1 from OpenAlex (DOI), " \
-           "1 from OpenAlex (title))." in result.stderr
+    assert "Found abstracts for 5 of 6 papers without one (1 from arXiv, 1 from OpenAlex (DOI), " \
+           "1 from Semantic Scholar (DOI), 1 from OpenAlex (title), 1 from Semantic Scholar (title))." in result.stderr
     assert LIBRARY.read_bytes() == before  # the input is never touched
     text = out.read_text(encoding="utf-8")
     removed = [line for line in text.splitlines() if line.strip().startswith("abstract = {") and "must stay" not in line]
-    assert len(removed) == 3
+    assert len(removed) == 5
     original_lines = LIBRARY.read_text(encoding="utf-8").splitlines()
     assert [line for line in text.splitlines() if line not in removed] == original_lines
     reloaded = {p.id: p for p in connectors.load(out)}
@@ -60,12 +67,11 @@ def test_enrich_writes_the_bibtex_with_only_the_abstracts_added(fakes, tmp_path)
 
 
 def test_a_second_run_is_served_from_the_cache(fakes, tmp_path, monkeypatch):
-    arxiv, openalex = fakes
     CliRunner().invoke(main, ["enrich", str(LIBRARY), "-o", str(tmp_path / "a.bib")])
-    sent = len(arxiv.requests) + len(openalex.requests)
+    sent = sum(len(fake.requests) for fake in fakes)
     again = CliRunner().invoke(main, ["enrich", str(LIBRARY), "-o", str(tmp_path / "b.bib"), "--offline"])
     assert again.exit_code == 0, again.stderr
-    assert len(arxiv.requests) + len(openalex.requests) == sent
+    assert sum(len(fake.requests) for fake in fakes) == sent
     assert (tmp_path / "a.bib").read_text() == (tmp_path / "b.bib").read_text()
 
 
@@ -76,6 +82,6 @@ def test_rank_enrich_and_bad_input(fakes, tmp_path, monkeypatch):
     monkeypatch.delenv("LITRANK_OFFLINE")  # --offline holds for the rest of its (here: this test's) process
     ranked = CliRunner().invoke(main, ["rank", "-l", str(LIBRARY), "--enrich", "-n", "3"])
     assert ranked.exit_code == 0, ranked.stderr
-    assert "Found abstracts for 3 of 4 papers without one" in ranked.stderr
+    assert "Found abstracts for 5 of 6 papers without one" in ranked.stderr
     same = CliRunner().invoke(main, ["enrich", str(LIBRARY), "-o", str(LIBRARY)])
     assert same.exit_code == 2 and "never modifies its input" in same.stderr
