@@ -83,7 +83,8 @@ def paper_from_record(record: Mapping[str, Any], source: str, position: str) -> 
     fields = {
         str(key): str(value)
         for key, value in record.items()
-        if key not in _CONSUMED and key not in _NOT_KEPT and isinstance(value, (str, int, float)) and str(value).strip()
+        if (key not in _CONSUMED or key == "pdf") and key not in _NOT_KEPT  # the PDF link is kept beside url
+        and isinstance(value, (str, int, float)) and str(value).strip()
     }
     return Paper(
         id=str(_first(record, "id") or ""),

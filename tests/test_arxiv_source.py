@@ -115,6 +115,7 @@ def test_fetch_round_trips_to_jsonl_and_ranks(fake, tmp_path):
     saved = connectors.load(out)
     assert [p.id for p in saved] == ["2511.20001", "2511.20002", "2511.20003"]
     assert saved[0].arxiv_id == "2511.20001" and saved[0].authors == ["Ada Lovelace", "Alan Turing"]
+    assert saved[0].url == "https://arxiv.org/abs/2511.20001" and saved[0].fields["pdf"].endswith("/pdf/2511.20001v2")
     ranked = CliRunner().invoke(main, ["rank", "-c", "arxiv:cs.LG", "--days", "7", "-n", "0", "--format", "jsonl"])
     assert ranked.exit_code == 0, ranked.stderr
     picks = [json.loads(line) for line in ranked.stdout.splitlines()]
