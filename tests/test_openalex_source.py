@@ -25,6 +25,7 @@ def test_a_venue_year_with_abstracts_rebuilt(fake, monkeypatch):
 
     original = pyalex.Works.paginate
     monkeypatch.setattr(pyalex.Works, "paginate", lambda self, **kw: original(self, **{**kw, "per_page": 2}))
+    fake.failures, fake.fail_from_page = [(502, {})], 1  # the second page fails once
     papers = connectors.load("openalex:source/S4306420609?year=2024")
     assert [p.id for p in papers] == ["10.5555/jmlr.2024.001", "10.5555/jmlr.2024.002", "10.5555/jmlr.2024.003",
                                       "W1000000004"]
@@ -33,7 +34,8 @@ def test_a_venue_year_with_abstracts_rebuilt(fake, monkeypatch):
     assert first.authors == ["Ada Lovelace", "Alan Turing"] and first.year == 2024
     assert first.venue == "Journal of Machine Learning Research" and first.fields["pdf"] == "https://example.org/1.pdf"
     assert papers[3].abstract == "" and papers[3].url == "https://openalex.org/W1000000004"
-    assert [r.get("cursor") for r in fake.requests] == ["*", "2"]
+    assert [(r.get("cursor"), r.get("status")) for r in fake.requests if "slept" not in r] == [
+        ("*", None), ("2", 502), ("2", None)]
 
 
 def test_dois_rate_limit_and_cache(fake, monkeypatch):

@@ -40,11 +40,14 @@ def test_accepted_papers_of_a_venue(fake):
     assert fake.requests[0]["content.venueid"] == VENUE and fake.requests[0]["count"] == "true"
 
 
-def test_all_submissions_and_paging(fake):
+def test_all_submissions_and_paging_through_a_5xx(fake):
     fake.page_size = 2
+    fake.failures, fake.fail_from_page = [(503, {})], 1  # the second page fails once
     papers = connectors.load(f"openreview:{VENUE}?include=submissions")
     assert len(papers) == 4 and "status" not in papers[3].fields
-    assert [r.get("after") for r in fake.requests] == [None, "Ab02xYz002", "Ab04xYz004"]
+    pages = [r for r in fake.requests if "slept" not in r]
+    assert [(r.get("after"), r.get("status")) for r in pages] == [
+        (None, None), ("Ab02xYz002", 503), ("Ab02xYz002", None), ("Ab04xYz004", None)]
 
 
 def test_rate_limit_is_waited_out_and_a_rerun_is_cached(fake, monkeypatch):
