@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 from pathlib import Path
 from typing import Sequence
 
 from recommender.paper import Paper
 
 from ._io import atomic_write_text, read_text
-from ._records import fill_missing_ids, paper_from_record, record_from_paper
+from ._records import FIELD_ALIASES, fill_missing_ids, paper_from_record, record_from_paper
 from .errors import SourceError
 
+log = logging.getLogger("litrank")
 COLUMNS = ["id", "title", "title_derived", "authors", "year", "venue", "doi", "arxiv_id", "url", "keywords", "date_added", "abstract"]
 
 
@@ -24,13 +26,20 @@ def loads(text: str, source: str = "<string>", delimiter: str = ",") -> list[Pap
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
     if not reader.fieldnames:
         return []
+    text_columns = set(FIELD_ALIASES["title"]) | set(FIELD_ALIASES["abstract"])
+    if not text_columns & {name.strip() for name in reader.fieldnames if name}:
+        raise SourceError(f"{source}: no title or abstract column (the header has "
+                          f"{', '.join(name for name in reader.fieldnames if name)}); name one 'title' or 'abstract'")
     papers = []
     try:
         for row in reader:
             if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
                 continue
             row.pop(None, None)  # cells beyond the header
-            papers.append(paper_from_record(row, source, f"line {reader.line_num}"))
+            try:
+                papers.append(paper_from_record(row, source, f"line {reader.line_num}"))
+            except SourceError as exc:  # one bad row must not sink the others
+                log.warning("%s; row skipped", exc)
     except csv.Error as exc:
         raise SourceError(f"{source}: line {reader.line_num}: malformed CSV ({exc})") from None
     return papers

@@ -8,6 +8,7 @@ abstract, venue, year, url, doi, keywords, ...); common alternatives are accepte
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Sequence
 
@@ -18,6 +19,7 @@ from ._records import fill_missing_ids, paper_from_record, record_from_paper
 from .errors import SourceError
 
 _LIST_KEYS = ("papers", "items", "recommendations", "data", "results")
+log = logging.getLogger("litrank")
 
 
 def _id_prefix(path: Path) -> str:
@@ -29,26 +31,33 @@ def loads(text: str, source: str = "<string>", lines: bool | None = None) -> lis
     stripped = text.lstrip()
     if lines is None:
         lines = not stripped.startswith("[") and not _is_single_document(stripped)
-    records: list[tuple[object, str]] = []
     if lines:
+        # One broken line must not sink the others: it is reported with its number and skipped.
+        papers, skipped = [], 0
         # split("\n"), not splitlines(): U+2028 inside a JSON string is no line break.
         for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:
-                records.append((json.loads(line), f"line {number}"))
+                papers.append(paper_from_record(json.loads(line), source, f"line {number}"))
             except json.JSONDecodeError as exc:
-                raise SourceError(f"{source}: line {number}: invalid JSON ({exc.msg})") from None
-    else:
-        try:
-            document = json.loads(text) if stripped else []
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"{source}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
-        if isinstance(document, dict):
-            document = next((document[key] for key in _LIST_KEYS if isinstance(document.get(key), list)), [document])
-        if not isinstance(document, list):
-            raise SourceError(f"{source}: expected a list of paper objects")
-        records = [(record, f"item {index}") for index, record in enumerate(document, start=1)]
+                skipped += 1
+                log.warning("%s:%d: invalid JSON (%s); line skipped", source, number, exc.msg)
+            except SourceError as exc:
+                skipped += 1
+                log.warning("%s; line skipped", exc)
+        if skipped and not papers:
+            raise SourceError(f"{source}: no readable paper ({skipped} broken line{'s' if skipped > 1 else ''})")
+        return papers
+    try:
+        document = json.loads(text) if stripped else []
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"{source}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    if isinstance(document, dict):
+        document = next((document[key] for key in _LIST_KEYS if isinstance(document.get(key), list)), [document])
+    if not isinstance(document, list):
+        raise SourceError(f"{source}: expected a list of paper objects")
+    records = [(record, f"item {index}") for index, record in enumerate(document, start=1)]
     return [paper_from_record(record, source, position) for record, position in records]
 
 

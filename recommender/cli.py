@@ -20,14 +20,19 @@ _FORMAT_BY_EXTENSION = {".bib": "bibtex", ".bibtex": "bibtex", ".json": "json", 
 
 
 def _output_format(output: str | None, requested: str | None) -> str:
-    if requested:
-        return requested
     if output is None:
-        return "table"
+        return requested or "table"
     suffix = Path(output).suffix.lower()
     if suffix == ".gz":
         suffix = Path(Path(output).stem).suffix.lower()
-    if suffix not in _FORMAT_BY_EXTENSION:
+    implied = _FORMAT_BY_EXTENSION.get(suffix)
+    if requested:
+        # A .bib file holding JSON is a trap for whoever opens it next.
+        if implied is not None and implied != requested:
+            raise click.BadParameter(f"--format {requested} contradicts the extension of {output!r} ({implied}); "
+                                     "make them agree or drop --format", param_hint="'--format'")
+        return requested
+    if implied is None:
         raise click.BadParameter(
             f"cannot tell the format of {output!r} from its extension; use --format "
             f"({', '.join(OUTPUT_FORMATS)}) or one of {', '.join(_FORMAT_BY_EXTENSION)}",
@@ -120,6 +125,10 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
     except (connectors.SourceError, ValueError) as exc:
         fail(str(exc))
     _report_skipped(ranking)
+    if not ranking.n_candidates:
+        click.echo("warning: nothing left to rank: every paper of the collection is already in your library "
+                   "or judged" + ("; nothing was written." if output else "."), err=True)
+        return
     click.echo(f"Ranked by {ranking.model}.", err=True)
     text = _render(ranking, output_format, explain, collection_label, library_label, to_file=output is not None)
     if output is None:

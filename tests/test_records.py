@@ -54,13 +54,19 @@ def test_json_document_shapes():
     assert json_records.loads('{"title": "Only one"}', "one.json")[0].title == "Only one"
 
 
-def test_bad_records_name_the_line(tmp_path):
+def test_bad_records_name_the_line_and_the_rest_loads(tmp_path, caplog, monkeypatch):
+    import logging
+
+    monkeypatch.setattr(logging.getLogger("litrank"), "propagate", True)  # CLI tests may have turned it off
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"title": "ok"}\n{"title": broken}\n', encoding="utf-8")
-    with pytest.raises(connectors.SourceError, match=r"bad.jsonl: line 2: invalid JSON"):
-        connectors.load(path)
-    path.write_text('{"title": "ok"}\n{"venue": "ICML"}\n', encoding="utf-8")
-    with pytest.raises(connectors.SourceError, match=r"line 2: record has neither a title nor an abstract"):
+    path.write_text('{"title": "ok"}\n{"title": broken}\n{"venue": "ICML"}\n', encoding="utf-8")
+    with caplog.at_level("WARNING", logger="litrank"):
+        assert [p.title for p in connectors.load(path)] == ["ok"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "litrank"]
+    assert any("bad.jsonl:2: invalid JSON" in m for m in messages)
+    assert any("line 3: record has neither a title nor an abstract" in m for m in messages)
+    path.write_text('{"title": broken}\n', encoding="utf-8")
+    with pytest.raises(connectors.SourceError, match=r"bad.jsonl: no readable paper \(1 broken line\)"):
         connectors.load(path)
     with pytest.raises(connectors.SourceError, match="expected an object"):
         json_records.loads("[1, 2]", "nums.json")
