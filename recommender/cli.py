@@ -10,7 +10,8 @@ import connectors
 
 from . import __version__, defaults, report
 from .cli_common import (configure_logging, enrich_papers, fail, judgements, load_sources, make_embedder, make_model,
-                         model_options, network_progress, plural, remote_options, remote_sources, zotero_sources)
+                         model_options, network_progress, plural, remote_options, remote_sources,
+                         settings_default_map, zotero_sources)
 from .feedback import is_litrank_item
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking
 
@@ -45,13 +46,16 @@ def _output_format(output: str | None, requested: str | None) -> str:
 @click.version_option(__version__, prog_name="litrank")
 @click.option("-v", "--verbose", count=True, help="Also print informational messages on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors on stderr.")
-def main(verbose: int, quiet: bool) -> None:
+@click.pass_context
+def main(ctx: click.Context, verbose: int, quiet: bool) -> None:
     """litrank: rank a paper collection against your library and export a reading list.
 
     Run `litrank rank` to rank the bundled ICML 2026 list against the bundled example
     library, or `litrank rank -l refs.bib -c papers.jsonl -o reading-list.bib` for your own.
     """
     configure_logging(verbose, quiet)
+    # litrank.toml (see `litrank config show`) gives defaults; flags on the command line win.
+    ctx.default_map, _ = settings_default_map(main)
 
 
 @main.command()
@@ -170,11 +174,12 @@ def _render(ranking: Ranking, output_format: str, explain: bool, collection_labe
 
 
 # The other commands live in modules of their own that import only cli_common.
+from .cli_config import config  # noqa: E402
 from .cli_enrich import enrich  # noqa: E402
 from .cli_evaluate import evaluate  # noqa: E402
 from .cli_feedback import feedback  # noqa: E402
 from .cli_fetch import fetch  # noqa: E402
 from .cli_sync import sync  # noqa: E402
 
-for _command in (enrich, evaluate, feedback, fetch, sync):
+for _command in (config, enrich, evaluate, feedback, fetch, sync):
     main.add_command(_command)

@@ -247,3 +247,27 @@ def network_progress():
             yield
         finally:
             http_cache.REQUEST_LISTENERS.remove(listener)
+
+
+# A setting of litrank.toml -> the parameter it is the default of, in every command that has it.
+SETTING_PARAMETERS = {"library": "library_sources", "collection": "collection_sources", "model": "model_name",
+                      "top": "top", "embedder": "embedder", "zotero.to": "to"}
+
+
+def settings_default_map(group: click.Group) -> tuple[dict, object]:
+    """click's ``default_map`` for the commands of ``group`` from the settings file (bad settings
+    exit 2), and the settings themselves."""
+    from connectors.config_file import read
+
+    try:
+        settings = read()
+    except connectors.SourceError as exc:
+        fail(str(exc))
+    default_map: dict = {}
+    for name, command in group.commands.items():
+        parameters = {parameter.name for parameter in command.params}
+        values = {SETTING_PARAMETERS[key]: value for key, value in settings.values.items()
+                  if SETTING_PARAMETERS[key] in parameters}
+        if values:
+            default_map[name] = values
+    return default_map, settings

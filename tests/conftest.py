@@ -36,3 +36,6 @@ def isolated_user_state(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LITRANK_EMBEDDER", "none")
     # `--offline` sets $LITRANK_OFFLINE for the rest of the process: restored after every test.
     monkeypatch.setenv("LITRANK_OFFLINE", "0")
+    # An empty settings file, so that no litrank.toml of the machine's changes a test's defaults.
+    (state / "litrank.toml").write_text("", encoding="utf-8")
+    monkeypatch.setenv("LITRANK_CONFIG", str(state / "litrank.toml"))
