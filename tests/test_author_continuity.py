@@ -160,3 +160,21 @@ def test_unknown_config_and_track(conferences):
         build_tasks(conferences, "icml2099", "text")
     with pytest.raises(ValueError):
         build_tasks(conferences, "icml2019", "names")
+
+
+def test_the_cli_runs_the_benchmark_and_reports_every_model():
+    import json
+
+    from click.testing import CliRunner
+
+    from recommender.cli import main
+
+    result = CliRunner().invoke(main, ["evaluate", "--benchmark", "author-continuity", "--data", str(require(CONFERENCES)),
+                                       "--limit", "3", "--methods", "hybrid,learned,random", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    results = json.loads(result.stdout)["results"]
+    assert set(results) == {"icml2019", "neurips2018", "iclr2018"}
+    for tracks in results.values():
+        assert set(tracks) == {"text", "authors"}
+        for track in tracks.values():
+            assert track["tasks"] == 3 and set(track["methods"]) == {"hybrid", "learned", "random"}
