@@ -10,8 +10,8 @@ import connectors
 
 from . import __version__, defaults, report
 from .cli_common import (configure_logging, enrich_papers, fail, judgements, load_sources, make_embedder, make_model,
-                         model_options, network_progress, plural, remote_options, remote_sources,
-                         settings_default_map, zotero_sources)
+                         model_options, network_progress, plural, remote_options, remote_sources, say,
+                         settings_default_map, stage, zotero_sources)
 from .feedback import is_litrank_item
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking
 
@@ -112,9 +112,10 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
     collection_sources = remote_sources(collection_sources, since, days, offline, include)
     try:
         output_format = _output_format(output, output_format)
-        library, library_label = load_sources(library_sources, library_format, defaults.bundled_library,
-                                              defaults.LIBRARY_DESCRIPTION, "library")
-        with network_progress():
+        with stage("Reading the library..."):
+            library, library_label = load_sources(library_sources, library_format, defaults.bundled_library,
+                                                  defaults.LIBRARY_DESCRIPTION, "library")
+        with network_progress("Reading the collection..."):
             collection, collection_label = load_sources(collection_sources, collection_format,
                                                         defaults.bundled_collection, defaults.COLLECTION_DESCRIPTION,
                                                         "collection")
@@ -124,16 +125,18 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
         # Items `litrank sync` created are picks, not your reading (judgements on them are read above).
         library = [paper for paper in library if not is_litrank_item(paper)] or library
         model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
-        ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top or None,
-                                                          explain_terms=5 if explain else 0, judgements=judged)
+        with stage(f"Ranking {len(collection):,} papers against {len(library):,} (new papers are embedded first)..."
+                   if getattr(model, "embedder", None) else f"Ranking {len(collection):,} papers against {len(library):,}..."):
+            ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top or None,
+                                                              explain_terms=5 if explain else 0, judgements=judged)
     except (connectors.SourceError, ValueError) as exc:
         fail(str(exc))
     _report_skipped(ranking)
     if not ranking.n_candidates:
-        click.echo("warning: nothing left to rank: every paper of the collection is already in your library "
-                   "or judged" + ("; nothing was written." if output else "."), err=True)
+        say("warning: nothing left to rank: every paper of the collection is already in your library "
+                   "or judged" + ("; nothing was written." if output else "."))
         return
-    click.echo(f"Ranked by {ranking.model}.", err=True)
+    say(f"Ranked by {ranking.model}.")
     text = _render(ranking, output_format, explain, collection_label, library_label, to_file=output is not None)
     if output is None:
         click.echo(text, nl=False)
@@ -142,18 +145,18 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
         connectors.write_text(output, text)
     except (connectors.SourceError, OSError) as exc:
         fail(f"cannot write {output}: {exc}")
-    click.echo(f"Wrote {len(ranking.recommendations)} picks to {output} ({output_format}).", err=True)
+    say(f"Wrote {len(ranking.recommendations)} picks to {output} ({output_format}).")
 
 
 def _report_skipped(ranking: Ranking) -> None:
     skipped = len(ranking.already_in_library)
     if skipped:
         verb = "was" if skipped == 1 else "were"
-        click.echo(f"{plural(skipped, 'paper')} already in your library {verb} skipped.", err=True)
+        say(f"{plural(skipped, 'paper')} already in your library {verb} skipped.")
     if ranking.liked:
-        click.echo(f"{plural(len(ranking.liked), 'liked paper')} joined your library for this run.", err=True)
+        say(f"{plural(len(ranking.liked), 'liked paper')} joined your library for this run.")
     if ranking.disliked:
-        click.echo(f"{plural(len(ranking.disliked), 'disliked paper')} will not be recommended.", err=True)
+        say(f"{plural(len(ranking.disliked), 'disliked paper')} will not be recommended.")
 
 
 def _render(ranking: Ranking, output_format: str, explain: bool, collection_label: str, library_label: str,

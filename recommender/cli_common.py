@@ -42,6 +42,12 @@ def configure_logging(verbose: int, quiet: bool) -> None:
     logger.propagate = False
 
 
+def say(message: str) -> None:
+    """An informational line on stderr; ``litrank -q`` (errors only) silences it."""
+    if logging.getLogger("litrank").level <= logging.WARNING:
+        click.echo(message, err=True)
+
+
 def fail(message: str) -> None:
     """Bad input: one line on stderr, exit code 2 (click's code for usage errors)."""
     click.echo(f"Error: {message}", err=True)
@@ -60,7 +66,7 @@ def load_sources(sources: tuple[str, ...], format: str | None, default, descript
     else:
         papers = connectors.load(default())
         label = description
-        click.echo(f"Using the {description} as the {role} (pass --{role} to use your own).", err=True)
+        say(f"Using the {description} as the {role} (pass --{role} to use your own).")
     if not papers:
         fail(f"the {role} ({label}) contains no papers")
     return papers, label
@@ -130,15 +136,15 @@ def judgements(library, collection) -> dict[str, int]:
     if from_zotero:
         store.record_many(from_zotero, source="zotero")
         liked = sum(1 for _, value in from_zotero if value > 0)
-        click.echo(f"Read {plural(len(from_zotero), 'judgement')} from your Zotero items ({liked} liked, "
-                   f"{len(from_zotero) - liked} disliked or removed).", err=True)
+        say(f"Read {plural(len(from_zotero), 'judgement')} from your Zotero items ({liked} liked, "
+                   f"{len(from_zotero) - liked} disliked or removed).")
     papers = [p for p in library if not is_litrank_item(p)] + list(collection)
     stored = store.judgements(papers)
     merged = merge_judgements(stored, judgements_from_keywords(papers))
     if merged:
         liked = sum(1 for value in merged.values() if value > 0)
-        click.echo(f"Using {plural(len(merged), 'judgement')} of yours ({liked} liked, "
-                   f"{len(merged) - liked} disliked).", err=True)
+        say(f"Using {plural(len(merged), 'judgement')} of yours ({liked} liked, "
+                   f"{len(merged) - liked} disliked).")
     return merged
 
 
@@ -165,8 +171,8 @@ def make_embedder(name: str | None):
     if name.strip().lower() == "auto":
         if not _default_embedder_installed():
             return None
-        click.echo(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
-                   "--embedder none ranks without them).", err=True)
+        say(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
+                   "--embedder none ranks without them).")
         name = "default"
     elif not embeddings_available():
         where = "--embedder" if explicit else f"${EMBEDDER_ENVIRONMENT}"
@@ -218,29 +224,43 @@ def enrich_papers(papers, quiet: bool = False):
     if not quiet:
         by_source = Counter(find.source for find in found.values())
         detail = ", ".join(f"{count} from {source}" for source, count in by_source.most_common())
-        click.echo(f"Found abstracts for {len(found)} of {plural(missing, 'paper')} without one"
-                   + (f" ({detail})." if detail else "."), err=True)
+        say(f"Found abstracts for {len(found)} of {plural(missing, 'paper')} without one"
+                   + (f" ({detail})." if detail else "."))
     return with_abstracts(papers, found), found
 
 
-@contextlib.contextmanager
-def network_progress():
-    """While remote sources are read: a one-line status on stderr (requests sent so far, and
-    the waits between them), when stderr is a terminal; silent otherwise."""
-    from connectors import http_cache
+def _shows_progress() -> bool:
+    return sys.stderr.isatty() and logging.getLogger("litrank").level <= logging.WARNING
 
-    if not sys.stderr.isatty() or logging.getLogger("litrank").level > logging.WARNING:
-        yield
+
+@contextlib.contextmanager
+def stage(message: str):
+    """A status line on stderr while a stage runs (on a terminal only; ``-q`` silences it).
+
+    Yields a function that replaces the line's text."""
+    if not _shows_progress():
+        yield lambda text: None
         return
     from rich.console import Console
 
-    console = Console(stderr=True)
+    with Console(stderr=True).status(message) as status:
+        yield status.update
+
+
+@contextlib.contextmanager
+def network_progress(message: str = "Contacting remote sources..."):
+    """A :func:`stage` that, once remote sources are asked, counts the requests sent."""
+    from connectors import http_cache
+
+    if not _shows_progress():
+        yield
+        return
     sent: dict[str, int] = {}
-    with console.status("Contacting remote sources...") as status:
+    with stage(message) as update:
         def listener(source: str, url: str) -> None:
             sent[source] = sent.get(source, 0) + 1
-            status.update(" · ".join(f"{name}: request {count}" for name, count in sent.items())
-                          + " (answers are cached for the next run)")
+            update(" · ".join(f"{name}: request {count}" for name, count in sent.items())
+                   + " (answers are cached for the next run)")
 
         http_cache.REQUEST_LISTENERS.append(listener)
         try:

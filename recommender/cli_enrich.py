@@ -7,7 +7,7 @@ import click
 
 import connectors
 
-from .cli_common import enrich_papers, fail, network_progress, plural
+from .cli_common import enrich_papers, fail, network_progress, plural, say
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,4 +49,4 @@ def enrich(library, output, offline):
             connectors.dump(enriched, target)
     except (connectors.SourceError, OSError) as exc:
         fail(str(exc))
-    click.echo(f"Wrote {target} ({plural(len(found), 'abstract')} added).", err=True)
+    say(f"Wrote {target} ({plural(len(found), 'abstract')} added).")

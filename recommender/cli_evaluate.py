@@ -11,7 +11,7 @@ import click
 import connectors
 
 from . import defaults, report
-from .cli_common import fail, load_sources, make_embedder
+from .cli_common import fail, load_sources, make_embedder, say
 
 BENCHMARKS = ("library", "csfcube", "author-continuity")
 CSFCUBE_FOLDS = ("fold1_test", "fold1_dev", "fold2_test", "fold2_dev", "all")
@@ -104,8 +104,8 @@ def _csfcube(directory: Path, fold: str, methods, limit, embedder, seed: int, ou
         folds = {name: pairs[:limit] for name, pairs in folds.items()}
     needed = list(dict.fromkeys(pair for pairs in folds.values() for pair in pairs))
     if embedder is not None:
-        click.echo(f"Embedding up to {len({p for pair in needed for p in data.pool(*pair)} | {q for q, _ in needed})} "
-                   "papers (cached on disk: a second run embeds none)...", err=True)
+        say(f"Embedding up to {len({p for pair in needed for p in data.pool(*pair)} | {q for q, _ in needed})} "
+                   "papers (cached on disk: a second run embeds none)...")
     results = evaluate_csfcube(data, methods, needed, embedder=embedder, seed=seed)
     by_fold = {name: summary(results, pairs) for name, pairs in folds.items()}
     if output_format == "json":
@@ -133,7 +133,7 @@ def _author_continuity(conferences: Path, methods, limit, embedder, output_forma
     from benchmarks.run_author_continuity import DEFAULT_METHODS, markdown, run
 
     def progress(line: str) -> None:
-        click.echo(line, err=True)
+        say(line)
 
     results = run(methods=methods or DEFAULT_METHODS, max_tasks=limit, conferences=conferences, embedder=embedder,
                   progress=progress)
@@ -169,7 +169,7 @@ def _library(library_sources, collection_sources, holdout, repeats, seed, method
         }
         click.echo(json.dumps(payload, indent=2))
         return
-    click.echo(f"Measures {measures}.", err=True)
+    say(f"Measures {measures}.")
     click.echo(report.render_evaluation(summaries, METRICS, f"{len(library)} papers of {library_label} "
                                         f"({len(tasks[0][2])} hidden per repeat among {len(collection)} others, "
                                         f"{repeats} repeats, seed {seed})"), nl=False)

@@ -8,7 +8,7 @@ import click
 
 import connectors
 
-from .cli_common import fail, network_progress, plural, remote_options, remote_sources
+from .cli_common import fail, network_progress, plural, remote_options, remote_sources, say
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,4 +45,4 @@ def fetch(sources, output, since, days, include, offline):
         connectors.dump(papers, target)
     except (connectors.SourceError, OSError) as exc:
         fail(str(exc))
-    click.echo(f"Wrote {plural(len(papers), 'paper')} from {', '.join(sources)} to {target}.", err=True)
+    say(f"Wrote {plural(len(papers), 'paper')} from {', '.join(sources)} to {target}.")

@@ -23,7 +23,7 @@ from connectors.zotero_items import paper_from_item
 from . import defaults
 from .paper import IdentityIndex, Paper
 from .feedback import DROPPED_FROM, EXTRA_PREFIX, IN_COLLECTION, LITRANK_TAG as TAG, is_litrank_item
-from .cli_common import fail, judgements, load_sources, make_embedder, make_model, model_options
+from .cli_common import fail, judgements, load_sources, make_embedder, make_model, model_options, stage
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking, Recommendation
 LOCAL_DATABASE_MESSAGE = (
     "litrank never writes to Zotero's database file (zotero:local): Zotero must be the only writer of "
@@ -215,7 +215,8 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
                                       defaults.COLLECTION_DESCRIPTION, "collection")
         judged = {} if no_feedback else judgements(everything, collection)
         model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
-        ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top, judgements=judged)
+        with stage(f"Ranking {len(collection):,} papers against {len(library):,}..."):
+            ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top, judgements=judged)
         collection_key = writer.find_collection(to)
         items = writer.items()
         plan = make_plan(ranking, items, collection_key, writer.source, to)

@@ -170,3 +170,18 @@ def test_bibtex_keyword_judgements_are_read(tmp_path):
     assert result.exit_code == 0
     assert "Using 1 judgement of yours (0 liked, 1 disliked)." in result.stderr
     assert "ranked against 53 papers" in result.stdout
+
+
+def test_progress_lines_never_break_a_run(monkeypatch):
+    import rich.console
+
+    shown = []
+    original = rich.console.Console.status
+    monkeypatch.setattr("recommender.cli_common._shows_progress", lambda: True)  # as on a terminal
+    monkeypatch.setattr(rich.console.Console, "status",
+                        lambda self, message, **kw: shown.append(str(message)) or original(self, message, **kw))
+    result = run("rank", "-n", "2", "--format", "jsonl")
+    assert result.exit_code == 0 and len(result.stdout.splitlines()) == 2
+    assert shown == ["Reading the library...", "Reading the collection...", "Ranking 70 papers against 54..."]
+    quiet = run("-q", "rank", "-n", "1")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
