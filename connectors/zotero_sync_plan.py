@@ -1,0 +1,124 @@
+"""What a ``litrank sync`` will write: the plan (create, add, update, remove) and the item data.
+
+The plan compares a ranking with the items litrank wrote before. Items litrank creates carry the
+``litrank`` tag and their rank, score and explanation on ``extra`` lines starting with
+``litrank:``; a later run finds them again by the identity rule (DOI, arXiv id, title and first
+author, abstract), rewrites only those lines and the collection membership, and takes the picks
+that fell out of the top N out of the collection (they stay in the library).
+:class:`connectors.zotero_writer.ZoteroWriter` carries the plan out.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from recommender.feedback import EXTRA_PREFIX, IN_COLLECTION, LITRANK_TAG as TAG
+from recommender.paper import IdentityIndex, Paper
+
+from .zotero_items import paper_from_item
+
+_CONFERENCE_RE = re.compile(r"conf|proc|symposium|workshop|\b(ICML|NeurIPS|NIPS|ICLR|CVPR|ICCV|ECCV|ACL|EMNLP|"
+                            r"NAACL|AAAI|IJCAI|KDD|SIGIR|UAI|AISTATS|COLT|CoRL|RSS)\b", re.IGNORECASE)
+
+
+@dataclass
+class Plan:
+    collection_key: str | None
+    create: list = field(default_factory=list)
+    add: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
+    update: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
+    remove: list[dict[str, Any]] = field(default_factory=list)
+    unchanged: int = 0
+
+    def counts(self) -> str:
+        return (f"create {len(self.create)}, add {len(self.add)}, update {len(self.update)}, "
+                f"remove {len(self.remove)}, unchanged {self.unchanged}")
+
+
+def extra_lines(pick, n_candidates: int, to: str) -> list[str]:
+    """litrank's own ``extra`` lines for a pick placed in the collection ``to``."""
+    lines = [f"{EXTRA_PREFIX} rank {pick.rank} of {n_candidates}, score {pick.score:.4f}",
+             f"{IN_COLLECTION}{collection_path(to)}"]
+    if pick.because:
+        lines.append(f"{EXTRA_PREFIX} closest to " + "; ".join(r.paper.title for r in pick.because if r.paper.title))
+    if pick.paper.title_derived:
+        lines.append(f"{EXTRA_PREFIX} title derived from the abstract (the source gives none)")
+    return lines
+
+
+def collection_path(to: str) -> str:
+    """``to`` as a normalised collection path (``Parent/Child``)."""
+    return "/".join(part.strip() for part in to.strip().strip("/").split("/"))
+
+
+def merge_extra(extra: str, ours: list[str]) -> str:
+    """``extra`` with its ``litrank:`` lines replaced by ``ours`` (the user's lines kept, first)."""
+    kept = [line for line in str(extra or "").splitlines() if not line.startswith(EXTRA_PREFIX)]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept + ours)
+
+
+def item_type(paper: Paper) -> str:
+    entry = paper.entry_type.casefold()
+    if entry in {"inproceedings", "conferencepaper", "proceedings"} or _CONFERENCE_RE.search(paper.venue or ""):
+        return "conferencePaper"
+    if paper.venue and not (paper.arxiv_id and paper.venue.casefold().startswith("arxiv")):
+        return "journalArticle"
+    return "preprint"
+
+
+def new_item(template: dict[str, Any], pick, n_candidates: int, to: str) -> dict[str, Any]:
+    """The ``data`` of a new Zotero item for a pick, filled into pyzotero's template."""
+    paper = pick.paper
+    data = dict(template)
+    creators = []
+    for name in paper.authors:
+        first, _, last = name.strip().rpartition(" ")
+        creators.append({"creatorType": "author", "firstName": first, "lastName": last} if first
+                        else {"creatorType": "author", "name": last})
+    venue_field = {"conferencePaper": "proceedingsTitle", "journalArticle": "publicationTitle",
+                   "preprint": "repository"}[data["itemType"]]
+    values = {"title": paper.title, "abstractNote": paper.abstract, "date": str(paper.year or ""),
+              "url": paper.url or (f"https://arxiv.org/abs/{paper.arxiv_id}" if paper.arxiv_id else ""),
+              "DOI": paper.doi, venue_field: paper.venue or ("arXiv" if paper.arxiv_id else ""),
+              "archiveID": f"arXiv:{paper.arxiv_id}" if paper.arxiv_id else "",
+              "extra": merge_extra("", extra_lines(pick, n_candidates, to))}
+    data.update({k: v for k, v in values.items() if k in template and v})
+    data["creators"] = creators
+    data["tags"] = [{"tag": TAG}]
+    data["collections"] = []
+    return data
+
+
+def _is_ours(data: dict[str, Any]) -> bool:
+    return any(tag.get("tag") == TAG for tag in data.get("tags") or [])
+
+
+def make_plan(ranking, items: list[dict[str, Any]], collection_key: str | None, source: str,
+              to: str) -> Plan:
+    """What to write so that the collection holds exactly the picks, with current fields."""
+    ours = {str(d["key"]): d for d in items if _is_ours(d)}
+    papers = [p for d in ours.values() if (p := paper_from_item(d, source)) is not None]
+    index = IdentityIndex(papers)
+    plan = Plan(collection_key)
+    matched: set[str] = set()
+    for pick in ranking.recommendations:
+        found = index.find(pick.paper)
+        data = ours.get(found.id) if found is not None else None
+        if data is None or found.id in matched:
+            plan.create.append(pick)
+            continue
+        matched.add(found.id)
+        in_collection = collection_key is not None and collection_key in (data.get("collections") or [])
+        if not in_collection:
+            plan.add.append((pick, data))
+        elif merge_extra(data.get("extra", ""), extra_lines(pick, ranking.n_candidates, to)) != (data.get("extra") or ""):
+            plan.update.append((pick, data))
+        else:
+            plan.unchanged += 1
+    if collection_key is not None:
+        plan.remove = [d for key, d in ours.items()
+                       if key not in matched and collection_key in (d.get("collections") or [])]
+    return plan
