@@ -131,3 +131,19 @@ def fill_missing_ids(papers: list[Paper], prefix: str) -> None:
             candidate, n = f"{base}-{n}", n + 1
         paper.id = candidate
         seen.add(candidate)
+
+
+def exact_title_match(candidates, title: str, first_author: str = ""):
+    """The first of ``candidates`` (Papers) whose normalised title is ``title``'s and, when
+    ``first_author`` is given and the candidate lists authors, whose first author has the same
+    surname; None when there is none: a near match is no match."""
+    from recommender.text import normalize_title, surname
+
+    wanted = normalize_title(title)
+    for paper in candidates:
+        if not wanted or normalize_title(paper.title) != wanted:
+            continue
+        if first_author and paper.authors and surname(paper.authors[0]) != surname(first_author):
+            continue
+        return paper
+    return None

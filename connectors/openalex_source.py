@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 from recommender.paper import Paper
 from recommender.text import normalize_doi
 
+from ._records import exact_title_match
 from .errors import SourceError
 from .http_cache import CachedSession
 
@@ -117,17 +118,8 @@ def by_title(title: str, first_author: str = "") -> Paper | None:
     surname, when one is given), or None: a near match is no match."""
     import pyalex
 
-    from recommender.text import normalize_title, surname
-
-    wanted = normalize_title(title)
-    if not wanted:
+    if not title.strip():
         return None
     for page in _pages(pyalex.Works().search_filter(title=title), 10, 10):
-        for work in page:
-            paper = paper_from_work(work)
-            if normalize_title(paper.title) != wanted:
-                continue
-            if first_author and paper.authors and surname(paper.authors[0]) != surname(first_author):
-                continue
-            return paper
+        return exact_title_match((paper_from_work(work) for work in page), title, first_author)
     return None

@@ -13,8 +13,9 @@ import os
 from urllib.parse import quote
 
 from recommender.paper import Paper
-from recommender.text import normalize_doi, normalize_title, surname
+from recommender.text import normalize_doi
 
+from ._records import exact_title_match
 from .errors import SourceError
 from .http_cache import CachedSession
 
@@ -56,17 +57,8 @@ def by_doi(doi: str, session: CachedSession | None = None) -> Paper | None:
 def by_title(title: str, first_author: str = "", session: CachedSession | None = None) -> Paper | None:
     """The best title match if its normalised title is ``title``'s (and the first authors share a
     surname, when one is given), else None."""
-    wanted = normalize_title(title)
-    if not wanted:
+    if not title.strip():
         return None
     record = _get(session or CachedSession("semanticscholar"),
                   f"/graph/v1/paper/search/match?query={quote(title)}&fields={FIELDS}")
-    matches = (record or {}).get("data") or []
-    for match in matches:
-        paper = _paper(match)
-        if normalize_title(paper.title) != wanted:
-            continue
-        if first_author and paper.authors and surname(paper.authors[0]) != surname(first_author):
-            continue
-        return paper
-    return None
+    return exact_title_match((_paper(match) for match in (record or {}).get("data") or []), title, first_author)

@@ -19,6 +19,8 @@ from xml.sax.saxutils import escape
 
 from werkzeug.wrappers import Request, Response
 
+from tests.fake_api import ScriptedFailures
+
 ENTRIES = Path(__file__).parent / "data" / "arxiv" / "entries.json"
 
 FEED = """<?xml version="1.0" encoding="UTF-8"?>
@@ -59,21 +61,16 @@ def render(entries: list[dict], total: int, start: int, query: str) -> str:
 
 
 @dataclass
-class FakeArxiv:
-    """The handler; ``failures`` is a queue of (status, headers) answers to give before the real one."""
+class FakeArxiv(ScriptedFailures):
+    """The request handler (scripted failures: see ScriptedFailures)."""
 
     entries: list[dict] = field(default_factory=lambda: json.loads(ENTRIES.read_text(encoding="utf-8")))
-    failures: list[tuple[int, dict]] = field(default_factory=list)
-    requests: list[dict] = field(default_factory=list)
-    fail_from_page: int = 0  # failures wait until this many pages were served
 
     def __call__(self, request: Request) -> Response:
         args = request.args.to_dict()
-        self.requests.append(args)
-        served = sum(1 for r in self.requests[:-1] if "status" not in r and "slept" not in r)
-        if self.failures and served >= self.fail_from_page:
-            status, headers = self.failures.pop(0)
-            args["status"] = status
+        failure = self.next_failure(args)
+        if failure is not None:
+            status, headers = failure
             return Response("Rate exceeded." if status == 429 else "Service unavailable", status=status,
                             headers=headers)
         start, per_page = int(args.get("start", 0)), int(args.get("max_results", 10))

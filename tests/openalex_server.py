@@ -17,23 +17,20 @@ from pathlib import Path
 
 from werkzeug.wrappers import Request, Response
 
+from tests.fake_api import ScriptedFailures
+
 WORKS = Path(__file__).parent / "data" / "openalex" / "works.json"
 
 
 @dataclass
-class FakeOpenAlex:
+class FakeOpenAlex(ScriptedFailures):
     works: list[dict] = field(default_factory=lambda: json.loads(WORKS.read_text(encoding="utf-8")))
-    failures: list[tuple[int, dict]] = field(default_factory=list)
-    requests: list[dict] = field(default_factory=list)
-    fail_from_page: int = 0  # failures wait until this many pages were served
 
     def __call__(self, request: Request) -> Response:
         args = request.args.to_dict()
-        self.requests.append(args)
-        served = sum(1 for r in self.requests[:-1] if "status" not in r and "slept" not in r)
-        if self.failures and served >= self.fail_from_page:
-            status, headers = self.failures.pop(0)
-            args["status"] = status
+        failure = self.next_failure(args)
+        if failure is not None:
+            status, headers = failure
             return Response(json.dumps({"error": "Too many requests", "message": "slow down"}), status=status,
                             headers=headers, content_type="application/json")
         chosen = list(self.works)

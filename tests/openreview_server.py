@@ -17,24 +17,21 @@ from pathlib import Path
 
 from werkzeug.wrappers import Request, Response
 
+from tests.fake_api import ScriptedFailures
+
 NOTES = Path(__file__).parent / "data" / "openreview" / "notes.json"
 
 
 @dataclass
-class FakeOpenReview:
+class FakeOpenReview(ScriptedFailures):
     notes: list[dict] = field(default_factory=lambda: json.loads(NOTES.read_text(encoding="utf-8")))
-    failures: list[tuple[int, dict]] = field(default_factory=list)
-    requests: list[dict] = field(default_factory=list)
-    fail_from_page: int = 0  # failures wait until this many pages were served
     page_size: int | None = None  # a smaller page than the client asks for, to exercise paging
 
     def __call__(self, request: Request) -> Response:
         args = request.args.to_dict()
-        self.requests.append(args)
-        served = sum(1 for r in self.requests[:-1] if "status" not in r and "slept" not in r)
-        if self.failures and served >= self.fail_from_page:
-            status, headers = self.failures.pop(0)
-            args["status"] = status
+        failure = self.next_failure(args)
+        if failure is not None:
+            status, headers = failure
             body = {"name": "RateLimitError" if status == 429 else "Error", "message": "Too many requests"}
             return Response(json.dumps(body), status=status, headers=headers, content_type="application/json")
         if "invitation" in args:
