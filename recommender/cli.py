@@ -9,11 +9,11 @@ import click
 import connectors
 
 from . import __version__, defaults, report
-from .cli_common import (configure_logging, enrich_papers, fail, judgements, load_sources, make_embedder, make_model,
+from .cli_common import (configure_logging, enrich_papers, fail, judgements, load_sources, make_embedder,
                          model_options, network_progress, plural, remote_options, remote_sources, say,
                          settings_default_map, stage, zotero_sources)
 from .feedback import is_litrank_item
-from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking
+from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking, make_model
 
 OUTPUT_FORMATS = ("table", "json", "jsonl", "csv", "bibtex")
 _FORMAT_BY_EXTENSION = {".bib": "bibtex", ".bibtex": "bibtex", ".json": "json", ".jsonl": "jsonl",
@@ -84,7 +84,7 @@ def main(ctx: click.Context, verbose: int, quiet: bool) -> None:
 @click.option("--no-feedback", is_flag=True,
               help="Ignore stored likes/dislikes (litrank feedback) and litrank:liked/disliked keywords.")
 @click.option("--enrich", is_flag=True,
-              help="First fetch abstracts for library papers that have none (arXiv, OpenAlex; cached), "
+              help="First fetch abstracts for library papers that have none (arXiv, OpenAlex, Semantic Scholar; cached), "
                    "as `litrank enrich` does, in memory.")
 @click.option("--zotero-dir", type=click.Path(file_okay=False), default=None,
               help="Zotero data directory for -l zotero:local (default: Zotero's own, usually ~/Zotero; "
@@ -125,16 +125,16 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
         # Items `litrank sync` created are picks, not your reading (judgements on them are read above).
         library = [paper for paper in library if not is_litrank_item(paper)] or library
         model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
-        with stage(f"Ranking {len(collection):,} papers against {len(library):,} (new papers are embedded first)..."
-                   if getattr(model, "embedder", None) else f"Ranking {len(collection):,} papers against {len(library):,}..."):
+        embedding = " (new papers are embedded first)" if getattr(model, "embedder", None) else ""
+        with stage(f"Ranking {len(collection):,} papers against {len(library):,}{embedding}..."):
             ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top or None,
                                                               explain_terms=5 if explain else 0, judgements=judged)
     except (connectors.SourceError, ValueError) as exc:
         fail(str(exc))
     _report_skipped(ranking)
     if not ranking.n_candidates:
-        say("warning: nothing left to rank: every paper of the collection is already in your library "
-                   "or judged" + ("; nothing was written." if output else "."))
+        say("warning: nothing left to rank: every paper of the collection is already in your library or judged"
+            + ("; nothing was written." if output else "."))
         return
     say(f"Ranked by {ranking.model}.")
     text = _render(ranking, output_format, explain, collection_label, library_label, to_file=output is not None)

@@ -20,8 +20,6 @@ import connectors
 
 from .feedback import is_litrank_item, judgements_from_keywords, merge_judgements, zotero_judgements
 
-MODEL_NAMES = ("hybrid", "learned", "similarity")
-DEFAULT_MODEL = "hybrid"
 # Read when --embedder is not given: a name, a path, "auto" (the default) or "none".
 EMBEDDER_ENVIRONMENT = "LITRANK_EMBEDDER"
 NO_EMBEDDER = ("none", "off", "no", "")
@@ -183,21 +181,11 @@ def make_embedder(name: str | None):
         fail(str(exc))
 
 
-def make_model(model_name: str, embedder):
-    """The scoring model for ``--model`` (see :data:`MODEL_NAMES`)."""
-    from .hybrid import HybridModel
-    from .model import LearnedModel, SimilarityModel
-
-    if model_name == "similarity":
-        return SimilarityModel()
-    if model_name == "learned":
-        return LearnedModel(embedder=embedder)
-    return HybridModel(embedder=embedder)
-
-
 def model_options(command: Callable) -> Callable:
     """``--model`` and ``--embedder``, as every ranking command takes them."""
-    @click.option("--model", "model_name", type=click.Choice(MODEL_NAMES), default=DEFAULT_MODEL, show_default=True,
+    from .ranking import MODEL_NAMES
+
+    @click.option("--model", "model_name", type=click.Choice(MODEL_NAMES), default=MODEL_NAMES[0], show_default=True,
                   help="hybrid: lexical + dense similarity with pseudo-relevance feedback (best on expert "
                        "relevance judgements); learned: LightGBM ranker trained on your library plus a prior "
                        "trained on author continuity; similarity: litrank v1's TF-IDF score.")

@@ -16,9 +16,9 @@ import connectors
 from connectors.zotero_sync_plan import Plan, collection_path, extra_lines, item_type, make_plan, merge_extra, new_item
 
 from . import defaults
-from .cli_common import fail, judgements, load_sources, make_embedder, make_model, model_options, stage
+from .cli_common import fail, judgements, load_sources, make_embedder, model_options, stage
 from .feedback import DROPPED_FROM, is_litrank_item
-from .ranking import DEFAULT_DIVERSITY, Ranker
+from .ranking import DEFAULT_DIVERSITY, Ranker, make_model
 
 LOCAL_DATABASE_MESSAGE = (
     "litrank never writes to Zotero's database file (zotero:local): Zotero must be the only writer of "

@@ -22,15 +22,12 @@ from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.svm import LinearSVC
 
-from .hybrid import HybridModel
-from .model import LearnedModel, SimilarityModel
+from .ranking import MODEL_NAMES, make_model
 from .paper import Paper
 from .signals import recency_weights
 
 METRICS = ("ndcg@10", "recall@10", "recall@20", "mrr")
 BASELINES = ("random", "bm25", "tfidf_max", "recency_cosine", "tfidf_svm")
-# litrank's own models, by their --model names.
-MODELS = {"hybrid": HybridModel, "learned": LearnedModel, "similarity": SimilarityModel}
 
 
 def ranking_metrics(ranked_ids: Sequence[str], relevant: set[str] | frozenset[str]) -> dict[str, float]:
@@ -114,10 +111,9 @@ BASELINE_SCORERS: dict[str, Callable[..., np.ndarray]] = {
 
 def method_scores(method: str, library: Sequence[Paper], candidates: Sequence[Paper], seed: int = 0,
                   embedder=None) -> np.ndarray:
-    """Scores of ``candidates`` by one method: a litrank model (:data:`MODELS`) or a baseline."""
-    if method in MODELS:
-        model = SimilarityModel() if method == "similarity" else MODELS[method](embedder=embedder)
-        return model.fit(library, candidates).scores_
+    """Scores of ``candidates`` by one method: a litrank model (its ``--model`` name) or a baseline."""
+    if method in MODEL_NAMES:
+        return make_model(method, embedder).fit(library, candidates).scores_
     if method == "recency_cosine_embedding":
         return score_recency_cosine(library, candidates, embedder=embedder)
     return BASELINE_SCORERS[method](library, candidates, seed=seed)

@@ -42,18 +42,20 @@ from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.preprocessing import normalize
 
-from .model import Driver, _TermExplainer
+from .model import Driver, TermExplainer
 from .paper import Paper
 from .representations import RepresentationBuilder, Representations
 from .signals import library_query_bm25
 
 
-def standardize_columns(block: np.ndarray) -> np.ndarray:
-    """Each column minus its mean over rows, divided by its standard deviation (if any)."""
+def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+    """Each column minus its mean, divided by its standard deviation (if any); mean and
+    deviation are those of ``reference`` (rows of the same columns) when given."""
     block = np.asarray(block, dtype=np.float64)
-    spread = block.std(axis=0)
+    reference = block if reference is None else np.asarray(reference, dtype=np.float64)
+    spread = reference.std(axis=0)
     spread[spread == 0] = 1.0
-    return (block - block.mean(axis=0)) / spread
+    return (block - reference.mean(axis=0)) / spread
 
 
 def aggregation_depth(n_library: int) -> int:
@@ -123,14 +125,7 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
     return _dense(candidates @ expanded.T)
 
 
-def _standardize_like(block: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """``block`` standardised with the column means and deviations of ``reference``."""
-    spread = reference.std(axis=0)
-    spread[spread == 0] = 1.0
-    return (np.asarray(block, dtype=np.float64) - reference.mean(axis=0)) / spread
-
-
-class HybridModel(_TermExplainer, BaseEstimator):
+class HybridModel(TermExplainer, BaseEstimator):
     """litrank's default ranker: lexical + dense similarity with pseudo-relevance feedback.
 
     Parameters
@@ -253,7 +248,7 @@ class HybridModel(_TermExplainer, BaseEstimator):
     def _first_pass(self, block: np.ndarray, feedback_rows: np.ndarray) -> np.ndarray:
         """Standardised (over the candidates) scores of the feedback papers, (n_feedback, n_library)."""
         scores = block[np.ix_(feedback_rows, self.library_rows_)]
-        return _standardize_like(scores, scores[: len(self.candidate_rows_)])
+        return standardize_columns(scores, scores[: len(self.candidate_rows_)])
 
     def _lexical(self, rep: Representations):
         """The joined word | character vectors (unit rows) and their (N, n_library) cosine block."""

@@ -54,7 +54,7 @@ class Driver:
     contribution: float
 
 
-class _TermExplainer:
+class TermExplainer:
     """Shared machinery: word similarities and shared terms from the run's representations."""
 
     rep_: Representations
@@ -87,7 +87,7 @@ class _TermExplainer:
         return terms
 
 
-class LearnedModel(_TermExplainer):
+class LearnedModel(TermExplainer):
     """litrank's ranker: LightGBM lambdarank over 22 library-derived features (26 with embeddings).
 
     With a library of at least ``min_library`` papers, a ranker is trained on the library
@@ -191,7 +191,7 @@ class LearnedModel(_TermExplainer):
         return [Driver(names[i], float(contributions[i])) for i in order[:n] if contributions[i] > 0]
 
 
-class SimilarityModel(_TermExplainer):
+class SimilarityModel(TermExplainer):
     """litrank v1: 0.5 × max + 0.3 × top-3 mean + 0.2 × centroid word TF-IDF cosine."""
 
     def __init__(self, weights: Sequence[float] = (0.5, 0.3, 0.2)):

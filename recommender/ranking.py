@@ -9,8 +9,23 @@ import numpy as np
 
 from .feedback import DISLIKED, LIKED
 from .hybrid import HybridModel
-from .model import Driver
+from .model import Driver, LearnedModel, SimilarityModel
 from .paper import IdentityIndex, Paper, deduplicate
+
+# litrank's models by their --model names; the first is the default.
+MODEL_NAMES = ("hybrid", "learned", "similarity")
+
+
+def make_model(name: str = "hybrid", embedder=None):
+    """A fresh model by its ``--model`` name (``similarity`` reads no embeddings)."""
+    if name == "hybrid":
+        return HybridModel(embedder=embedder)
+    if name == "learned":
+        return LearnedModel(embedder=embedder)
+    if name == "similarity":
+        return SimilarityModel()
+    raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODEL_NAMES)}")
+
 
 PapersOrSources = Union[str, Path, Sequence[Union[Paper, str, Path]]]
 
