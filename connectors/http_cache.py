@@ -110,16 +110,27 @@ class CachedSession(requests.Session):
         self.max_wait = max_wait
         self.cache_path = Path(cache_path) if cache_path else cache_directory() / "responses.sqlite"
         self.redirect = redirect
+        self._db: sqlite3.Connection | None = None
         self.requests_sent = 0
         self.cache_hits = 0
 
     # -- the cache ---------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
+        """The cache file, opened once per session (a run may look up thousands of answers)."""
+        if self._db is not None:
+            return self._db
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.cache_path, timeout=30)
+        self._db = db
         db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, url TEXT NOT NULL, "
                    "status INTEGER NOT NULL, headers TEXT NOT NULL, body BLOB NOT NULL, fetched REAL NOT NULL)")
         return db
+
+    def close(self) -> None:
+        super().close()
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
 
     @staticmethod
     def _key(method: str, url: str) -> str:
