@@ -2,7 +2,8 @@
 
 Runs the installed ``litrank`` command as a subprocess (startup, parsing, features, training,
 output: everything a user waits for), for the default hybrid model, the learned model and the
-v1 similarity score in the same run, alternating, without embeddings (``--embedder none``; the
+v1 similarity score in the same run, alternating (and ``litrank report``, the hybrid ranking
+written as the HTML page with its map), without embeddings (``--embedder none``; the
 embedding cost is measured by ``benchmarks.bench_embeddings``), and reports medians and ratios.
 
     python -m benchmarks.bench_rank_speed [--repeats 3]
@@ -61,10 +62,13 @@ def main(argv=None) -> int:
         base = [str(litrank), "-q", "rank", "-l", str(library), "-c", str(collection), "-n", "20",
                 "--format", "jsonl", "--no-feedback", "--embedder", "none"]
         models = {"hybrid": "hybrid", "learned": "learned", "similarity (v1)": "similarity"}
-        times: dict[str, list[float]] = {name: [] for name in models}
+        times: dict[str, list[float]] = {name: [] for name in [*models, "hybrid, HTML report"]}
+        report = [str(litrank), "-q", "report", "-l", str(library), "-c", str(collection), "-n", "50",
+                  "-o", str(Path(tmp) / "report.html"), "--no-feedback", "--embedder", "none"]
         for _ in range(args.repeats):
             for name, model in models.items():
                 times[name].append(time_command(base + ["--model", model]))
+            times["hybrid, HTML report"].append(time_command(report))
     medians = {name: statistics.median(values) for name, values in times.items()}
     print("litrank rank, 500-paper library x 3,000-paper collection, end to end "
           f"(median of {args.repeats}):")
@@ -72,6 +76,7 @@ def main(argv=None) -> int:
         print(f"  {name:16s} {median:6.2f} s   runs: {', '.join(f'{t:.2f}' for t in times[name])}")
     for name in ("hybrid", "learned"):
         print(f"  {name} / v1 ratio: {medians[name] / medians['similarity (v1)']:.2f}")
+    print(f"  HTML report (map of 3,500 papers) / hybrid ratio: {medians['hybrid, HTML report'] / medians['hybrid']:.2f}")
     return 0
 
 

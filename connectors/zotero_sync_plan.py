@@ -31,6 +31,10 @@ class Plan:
     remove: list[dict[str, Any]] = field(default_factory=list)
     unchanged: int = 0
 
+    def write_count(self) -> int:
+        """Objects a sync of this plan sends: new items, then the items it adds, updates or removes."""
+        return len(self.create) + len(self.add) + len(self.update) + len(self.remove)
+
     def counts(self) -> str:
         return (f"create {len(self.create)}, add {len(self.add)}, update {len(self.update)}, "
                 f"remove {len(self.remove)}, unchanged {self.unchanged}")

@@ -88,8 +88,11 @@ class ZoteroWriter:
     """Collections and items of one library, written in batches of at most 50 objects."""
 
     def __init__(self, library: ZoteroLibrary, *, new_token: Callable[[], str] = lambda: uuid.uuid4().hex,
-                 access: LocalWriteAccess | None = None) -> None:
+                 access: LocalWriteAccess | None = None,
+                 on_written: Callable[[str, int], None] | None = None) -> None:
         self.library = library
+        # Told (kind, number of objects) after each write request answered, for progress lines.
+        self.on_written = on_written
         self.access = access  # the server ID and key writes to Zotero's local API need
         self.zot = library.zot
         self.source = library.source
@@ -296,6 +299,8 @@ class ZoteroWriter:
                     break
                 if self.access is not None:
                     self.access.written()
+                if self.on_written is not None:
+                    self.on_written(kind, len(objects))
                 return answer
             if self.access is not None:
                 if status == 401 and not reauthorized:  # revoked, or a one-write key used up

@@ -15,9 +15,10 @@ from .cli_common import (configure_logging, enrich_papers, fail, judgements, loa
 from .feedback import is_litrank_item
 from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking, make_model
 
-OUTPUT_FORMATS = ("table", "json", "jsonl", "csv", "bibtex")
+OUTPUT_FORMATS = ("table", "json", "jsonl", "csv", "bibtex", "html")
 _FORMAT_BY_EXTENSION = {".bib": "bibtex", ".bibtex": "bibtex", ".json": "json", ".jsonl": "jsonl",
-                        ".ndjson": "jsonl", ".csv": "csv", ".txt": "table"}
+                        ".ndjson": "jsonl", ".csv": "csv", ".txt": "table", ".html": "html",
+                        ".htm": "html"}
 
 
 def _output_format(output: str | None, requested: str | None) -> str:
@@ -58,43 +59,52 @@ def main(ctx: click.Context, verbose: int, quiet: bool) -> None:
     ctx.default_map, _ = settings_default_map(main)
 
 
+def _source_options(function):
+    """The options `rank` and `report` share: what to rank, against what, and how."""
+    options = [
+        click.option("-l", "--library", "library_sources", multiple=True, metavar="SOURCE",
+                     help="Your library: a .bib, .jsonl, .json, .csv or .txt file, or a directory of them. "
+                          "Repeatable. Default: the bundled example library."),
+        click.option("-c", "--collection", "collection_sources", multiple=True, metavar="SOURCE",
+                     help="The papers to rank, in any supported format. Repeatable. "
+                          "Default: the bundled ICML 2026 list."),
+        click.option("--library-format", type=click.Choice(list(connectors.FORMATS)), default=None,
+                     help="Read every --library source in this format instead of guessing from the extension."),
+        click.option("--collection-format", type=click.Choice(list(connectors.FORMATS)), default=None,
+                     help="Read every --collection source in this format instead of guessing from the extension."),
+        model_options,
+        remote_options,
+        click.option("--diversity", type=click.FloatRange(0, 1), default=DEFAULT_DIVERSITY, show_default=True,
+                     help="0 = pure relevance order; higher values push near-duplicate topics down the list (MMR)."),
+        click.option("--no-feedback", is_flag=True,
+                     help="Ignore stored likes/dislikes (litrank feedback) and litrank:liked/disliked keywords."),
+        click.option("--enrich", is_flag=True,
+                     help="First fetch abstracts for library papers that have none (arXiv, OpenAlex, Semantic "
+                          "Scholar; cached), as `litrank enrich` does, in memory."),
+        click.option("--zotero-dir", type=click.Path(file_okay=False), default=None,
+                     help="Zotero data directory for -l zotero:local (default: Zotero's own, usually ~/Zotero; "
+                          "also $LITRANK_ZOTERO_DIR)."),
+        click.option("--zotero-collection", default=None, metavar="PATH",
+                     help="Use only this Zotero collection (and its subcollections) of every zotero: library, "
+                          "e.g. Reading/ML; the same as appending ?collection=PATH."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
 @main.command()
-@click.option("-l", "--library", "library_sources", multiple=True, metavar="SOURCE",
-              help="Your library: a .bib, .jsonl, .json, .csv or .txt file, or a directory of them. "
-                   "Repeatable. Default: the bundled example library.")
-@click.option("-c", "--collection", "collection_sources", multiple=True, metavar="SOURCE",
-              help="The papers to rank, in any supported format. Repeatable. "
-                   "Default: the bundled ICML 2026 list.")
+@_source_options
 @click.option("-n", "--top", default=20, show_default=True, type=click.IntRange(min=0),
               help="How many picks to show; 0 for all.")
 @click.option("-f", "--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default=None,
-              help="Output format. Default: from the --output extension, else table.")
+              help="Output format. Default: from the --output extension, else table. html: the report "
+                   "page of `litrank report`.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the picks to FILE (atomically) instead of stdout; the format follows the "
-                   "extension (.bib, .json, .jsonl, .csv, .txt).")
+                   "extension (.bib, .json, .jsonl, .csv, .txt, .html).")
 @click.option("--explain", is_flag=True, help="Show the library papers each pick is close to and the terms they share.")
-@click.option("--library-format", type=click.Choice(list(connectors.FORMATS)), default=None,
-              help="Read every --library source in this format instead of guessing from the extension.")
-@click.option("--collection-format", type=click.Choice(list(connectors.FORMATS)), default=None,
-              help="Read every --collection source in this format instead of guessing from the extension.")
-@model_options
-@remote_options
-@click.option("--diversity", type=click.FloatRange(0, 1), default=DEFAULT_DIVERSITY, show_default=True,
-              help="0 = pure relevance order; higher values push near-duplicate topics down the list (MMR).")
-@click.option("--no-feedback", is_flag=True,
-              help="Ignore stored likes/dislikes (litrank feedback) and litrank:liked/disliked keywords.")
-@click.option("--enrich", is_flag=True,
-              help="First fetch abstracts for library papers that have none (arXiv, OpenAlex, Semantic Scholar; cached), "
-                   "as `litrank enrich` does, in memory.")
-@click.option("--zotero-dir", type=click.Path(file_okay=False), default=None,
-              help="Zotero data directory for -l zotero:local (default: Zotero's own, usually ~/Zotero; "
-                   "also $LITRANK_ZOTERO_DIR).")
-@click.option("--zotero-collection", default=None, metavar="PATH",
-              help="Use only this Zotero collection (and its subcollections) of every zotero: library, "
-                   "e.g. Reading/ML; the same as appending ?collection=PATH.")
-def rank(library_sources, collection_sources, top, output_format, output, explain, library_format, collection_format,
-         model_name, embedder, since, days, include, offline, diversity, no_feedback, enrich, zotero_dir,
-         zotero_collection):
+def rank(output_format, output, **options):
     """Rank the papers of a collection by relevance to your library.
 
     Papers of the collection that are already in your library (same DOI, arXiv id, or title
@@ -105,13 +115,47 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
       litrank rank -l refs.bib -c icml2026.jsonl -n 50 --explain
       litrank rank -l refs.bib -c ../shared/seeds -n 10 -o reading-list.bib
       litrank rank -c papers.csv -n 0 --format jsonl > picks.jsonl
+      litrank rank -l refs.bib -c icml2026.jsonl -o picks.html
       litrank rank -l refs.bib -c arxiv:cs.LG --days 7
       litrank rank -l refs.bib -c openreview:ICLR.cc/2026/Conference
     """
+    output_format = _output_format(output, output_format)
+    _rank_and_write(output_format, output, **options)
+
+
+@main.command("report")
+@_source_options
+@click.option("-n", "--top", default=50, show_default=True, type=click.IntRange(min=0),
+              help="How many picks the page lists; 0 for all (the map always shows every paper).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default="reading-list.html",
+              show_default=True, help="The page to write (atomically).")
+@click.option("--open", "open_page", is_flag=True, help="Open the page in your web browser when it is written.")
+def report_command(output, open_page, **options):
+    """Write the ranking as one self-contained HTML page: picks, reasons and a map.
+
+    The page lists the picks (abstract one click away, links, copy-as-BibTeX), filters them
+    by score and by the library paper they came from, and draws a map of your library and
+    the collection with the picks numbered. It needs no network to view. Examples:
+
+    \b
+      litrank report
+      litrank report -l refs.bib -c icml2026.jsonl -n 100 -o icml.html --open
+    """
+    if Path(output).suffix.lower() not in (".html", ".htm"):
+        fail(f"--output {output!r} should end in .html: the report is a web page")
+    _rank_and_write("html", output, explain=True, **options)
+    if open_page:
+        import webbrowser
+
+        webbrowser.open(Path(output).resolve().as_uri())
+
+
+def _rank_and_write(output_format, output, library_sources, collection_sources, top, explain, library_format,
+                    collection_format, model_name, embedder, since, days, include, offline, diversity, no_feedback,
+                    enrich, zotero_dir, zotero_collection):
     library_sources = zotero_sources(library_sources, zotero_dir, zotero_collection)
     collection_sources = remote_sources(collection_sources, since, days, offline, include)
     try:
-        output_format = _output_format(output, output_format)
         with stage("Reading the library..."):
             library, library_label = load_sources(library_sources, library_format, defaults.bundled_library,
                                                   defaults.LIBRARY_DESCRIPTION, "library")
@@ -127,8 +171,9 @@ def rank(library_sources, collection_sources, top, output_format, output, explai
         model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
         embedding = " (new papers are embedded first)" if getattr(model, "embedder", None) else ""
         with stage(f"Ranking {len(collection):,} papers against {len(library):,}{embedding}..."):
-            ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top or None,
-                                                              explain_terms=5 if explain else 0, judgements=judged)
+            ranking = Ranker(model, diversity=diversity).rank(
+                library, collection, top=top or None,
+                explain_terms=5 if explain or output_format == "html" else 0, judgements=judged)
     except (connectors.SourceError, ValueError) as exc:
         fail(str(exc))
     _report_skipped(ranking)
@@ -172,8 +217,23 @@ def _render(ranking: Ranking, output_format: str, explain: bool, collection_labe
         return connectors.dumps(report.annotated_papers(picks, ranking.n_candidates), "bibtex")
     caption = (f"Top {len(picks)} of {ranking.n_candidates} papers from {collection_label}, "
                f"ranked against {ranking.n_library} papers of {library_label} (model: {ranking.model}).")
+    if output_format == "html":
+        return _html_page(ranking, caption)
     width = None if to_file else max(100, shutil.get_terminal_size((120, 24)).columns)
     return report.render_table(ranking, caption, explain=explain, width=width)
+
+
+def _html_page(ranking: Ranking, caption: str) -> str:
+    from connectors import html_report
+
+    from .report_page import report_data
+
+    def to_bibtex(pick):
+        return connectors.dumps(report.annotated_papers([pick], ranking.n_candidates), "bibtex")
+
+    with stage(f"Drawing the map of {ranking.n_library + ranking.n_candidates:,} papers..."):
+        data = report_data(ranking, caption.replace(f" (model: {ranking.model})", ""), to_bibtex)
+    return html_report.dumps(data)
 
 
 # The other commands live in modules of their own that import only cli_common.

@@ -99,7 +99,8 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
                     raise
                 click.echo(f"Note: {exc}", err=True)
         writer = ZoteroWriter(zotero_library, access=access)
-        everything = connectors.load_many(library_sources, None)
+        with stage("Reading the library..."):
+            everything = connectors.load_many(library_sources, None)
         library = [p for p in everything if not is_litrank_item(p)]
         if not library:
             fail(f"the library ({', '.join(library_sources)}) contains no papers of yours")
@@ -109,8 +110,9 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
         model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
         with stage(f"Ranking {len(collection):,} papers against {len(library):,}..."):
             ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top, judgements=judged)
-        collection_key = writer.find_collection(to)
-        items = writer.items()
+        with stage(f"Reading the items of {writer.source}..."):
+            collection_key = writer.find_collection(to)
+            items = writer.items()
         plan = make_plan(ranking, items, collection_key, writer.source, to)
     except (connectors.SourceError, ValueError) as exc:
         fail(str(exc))
@@ -118,29 +120,39 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
         click.echo(_render_plan(plan, to), nl=False)
         click.echo(f"Dry run: nothing was written ({plan.counts()}).", err=True)
         return
+    total = plan.write_count()
     try:
-        collection_key, created_collections = writer.ensure_collection(to)
-        for path in created_collections:
-            click.echo(f"Created the collection {path!r}.", err=True)
-        templates: dict[str, dict[str, Any]] = {}
-        new_items = []
-        for pick in plan.create:
-            kind = item_type(pick.paper)
-            if kind not in templates:
-                templates[kind] = writer.template(kind)
-            new_items.append(new_item(templates[kind], pick, ranking.n_candidates, to))
-        created = writer.create_items(new_items, collection_key)
-        extras = {str(data["key"]): extra_lines(pick, ranking.n_candidates, to) for pick, data in plan.add + plan.update}
+        with stage(f"Writing to {writer.source}...") as update:
+            sent = {"objects": 0}
 
-        def litrank_fields(data: dict[str, Any]) -> dict[str, Any] | None:
-            lines = extras.get(str(data["key"]))
-            new_extra = merge_extra(data.get("extra", ""), lines) if lines else None
-            return {"extra": new_extra} if new_extra is not None and new_extra != (data.get("extra") or "") else None
+            def written(kind: str, count: int) -> None:
+                if kind == "items":
+                    sent["objects"] += count
+                    update(f"Writing to {writer.source}: {sent['objects']:,} of {total:,} items sent...")
 
-        linked = writer.add_to_collection([d for _, d in plan.add + plan.update], collection_key, litrank_fields)
-        # Marked as dropped by litrank, so that only the user's own removals count as dislikes.
-        removed = writer.remove_from_collection(plan.remove, collection_key,
-                                                lambda data: merge_extra(data.get("extra", ""), [f"{DROPPED_FROM}{collection_path(to)}"]))
+            writer.on_written = written
+            collection_key, created_collections = writer.ensure_collection(to)
+            for path in created_collections:
+                click.echo(f"Created the collection {path!r}.", err=True)
+            templates: dict[str, dict[str, Any]] = {}
+            new_items = []
+            for pick in plan.create:
+                kind = item_type(pick.paper)
+                if kind not in templates:
+                    templates[kind] = writer.template(kind)
+                new_items.append(new_item(templates[kind], pick, ranking.n_candidates, to))
+            created = writer.create_items(new_items, collection_key)
+            extras = {str(data["key"]): extra_lines(pick, ranking.n_candidates, to) for pick, data in plan.add + plan.update}
+
+            def litrank_fields(data: dict[str, Any]) -> dict[str, Any] | None:
+                lines = extras.get(str(data["key"]))
+                new_extra = merge_extra(data.get("extra", ""), lines) if lines else None
+                return {"extra": new_extra} if new_extra is not None and new_extra != (data.get("extra") or "") else None
+
+            linked = writer.add_to_collection([d for _, d in plan.add + plan.update], collection_key, litrank_fields)
+            # Marked as dropped by litrank, so that only the user's own removals count as dislikes.
+            removed = writer.remove_from_collection(plan.remove, collection_key,
+                                                    lambda data: merge_extra(data.get("extra", ""), [f"{DROPPED_FROM}{collection_path(to)}"]))
     except (connectors.SourceError, WriteError) as exc:
         fail(str(exc))
     failed_keys = {f.key for f in linked.failures}

@@ -64,7 +64,12 @@ class Recommendation:
 
 @dataclass
 class Ranking:
-    """The full result of one ranking run, with what the CLI reports about it."""
+    """The full result of one ranking run, with what the CLI reports about it.
+
+    ``library`` and ``candidates`` are the papers the model saw (library after feedback;
+    candidates in input order), ``scores`` the model's score of each candidate and
+    ``fitted_model`` the fitted model itself (its ``rep_`` draws the report's map).
+    """
 
     recommendations: list[Recommendation]
     n_candidates: int
@@ -73,6 +78,10 @@ class Ranking:
     model: str
     liked: list[Paper] = field(default_factory=list)
     disliked: list[Paper] = field(default_factory=list)
+    library: list[Paper] = field(default_factory=list, repr=False)
+    candidates: list[Paper] = field(default_factory=list, repr=False)
+    scores: np.ndarray | None = field(default=None, repr=False, compare=False)
+    fitted_model: object = field(default=None, repr=False, compare=False)
 
 
 def _as_papers(value: PapersOrSources) -> list[Paper]:
@@ -168,6 +177,7 @@ class Ranker:
         if not library_papers:
             raise ValueError("the library has no papers with a title or abstract")
         recommendations: list[Recommendation] = []
+        model, scores = None, None
         if candidates:
             pool = candidates + disliked
             grades = {i: 2 for i, p in enumerate(library_papers) if judgements.get(p.id) == LIKED}
@@ -190,7 +200,8 @@ class Ranker:
                 recommendations.append(Recommendation(candidates[index], float(scores[index]), rank, because,
                                                       model.drivers(index) if explain_terms else []))
         return Ranking(recommendations, len(candidates), already, len(library_papers),
-                       getattr(self.model, "description_", type(self.model).__name__), liked, disliked)
+                       getattr(self.model, "description_", type(self.model).__name__), liked, disliked,
+                       library_papers, candidates, scores, model)
 
     @staticmethod
     def _reasons(model, candidate_row: int, similarity_row: np.ndarray, library: list[Paper],

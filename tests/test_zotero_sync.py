@@ -278,3 +278,30 @@ def test_picks_litrank_drops_are_not_taken_for_dislikes(api):
     result = sync_with_feedback("-n", "5", "--to", TO)
     assert "from your Zotero items" not in result.stderr
     assert len(in_collection(api)) == 5
+
+
+def test_the_writer_reports_each_answered_write_for_progress(api):
+    told = []
+    writer = ZoteroWriter(zotero_web.client_for(USER), on_written=lambda kind, n: told.append((kind, n)))
+    key, _ = writer.ensure_collection("Progress")
+    items = [{"itemType": "preprint", "title": f"Paper {i}", "url": f"https://example.org/p{i}", "tags": []}
+             for i in range(70)]
+    writer.create_items(items, key)
+    assert told == [("collections", 1), ("items", 50), ("items", 20)]
+
+
+def test_sync_shows_its_stages_and_the_objects_sent_on_a_terminal(api, monkeypatch):
+    import rich.status
+
+    shown, updates = [], []
+    original_init, original_update = rich.status.Status.__init__, rich.status.Status.update
+    monkeypatch.setattr("recommender.cli_common._shows_progress", lambda: True)  # as on a terminal
+    monkeypatch.setattr(rich.status.Status, "__init__",
+                        lambda self, status, **kw: shown.append(str(status)) or original_init(self, status, **kw))
+    monkeypatch.setattr(rich.status.Status, "update",
+                        lambda self, status=None, **kw: updates.append(str(status)) or original_update(self, status, **kw))
+    result = run("--to", TO, "-n", 60)
+    assert result.exit_code == 0, result.stderr
+    assert shown[0] == "Reading the library..." and shown[-1].startswith("Writing to zotero:user/")
+    assert any(s.startswith("Reading the items of") for s in shown)
+    assert [u.split(": ", 1)[1] for u in updates] == ["50 of 60 items sent...", "60 of 60 items sent..."]
