@@ -9,9 +9,13 @@ them fails the tests of tests/test_bibtex.py here, not somewhere else.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import logging
 import re
+from array import array
 from dataclasses import dataclass
+from typing import Iterable, Iterator
 
 import pyparsing
 from bibtexparser.bibdatabase import COMMON_STRINGS, BibDataString, BibDataStringExpression
@@ -32,28 +36,65 @@ _ANY_HEADER_RE = re.compile(r"@[ \t]*(?!comment\b)[A-Za-z]+[ \t]*[{(][ \t\r\n]*[
 _EMPTY_ENTRY_RE = re.compile(r"\s*@\s*([A-Za-z]+)\s*[{(]\s*([^\s,{}()\"#%'=]+)\s*,?\s*[})]\s*")
 
 
+# A quarter megabyte of text per bibtexparser call: pyparsing needs ~50x that while it runs (see chunks).
+CHUNK_CHARS = 1 << 18
+
+
 @dataclass
 class Raw:
     """One entry as bibtexparser gave it, with its offset in the text."""
     type: str
     key: str
     values: dict  # field name -> str | BibDataString | BibDataStringExpression
-    pos: int
+    line: int  # where the entry starts in the whole file
 
 
 class Scanner:
-    """Runs bibtexparser over a text, recording where each entry starts, and recovers."""
+    """Runs bibtexparser over a text, chunk by chunk, recording where each entry starts, and recovers.
 
-    def __init__(self, text: str, source: str) -> None:
-        self.text, self.source = text, source
+    ``feed`` one chunk at a time (see :func:`chunks`): only the current chunk's text is held;
+    entries keep their line in the whole file. ``@string`` macros carry over to later chunks.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
         self.entries: list[Raw] = []
         self.strings: dict = {}
         self.stray: list[str] = []  # text outside entries
         self.broken = 0
-        self._newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+        self.text, self._first_line, self._newlines = "", 1, array("q")
+        self._frozen = False
+
+    def feed(self, text: str, first_line: int = 1) -> None:
+        """Parse one chunk that starts on line ``first_line`` of the file."""
+        self.text, self._first_line = text, first_line
+        self._newlines = array("q", (match.start() for match in re.finditer("\n", text)))
+        try:
+            self.parse(0, len(text))
+        finally:
+            self.text, self._newlines = "", array("q")
+        # pyparsing's exceptions and results hold the chunk's text in reference cycles: free
+        # them now, or a large file's chunks pile up until the next full collection. Freezing
+        # what survives keeps each collection as small as one chunk (see parsing()).
+        gc.collect()
+        if self._frozen:
+            gc.freeze()
+
+    @contextlib.contextmanager
+    def parsing(self):
+        """Around a series of ``feed`` calls: the objects kept from each chunk are moved out of
+        the garbage collector's sight until the end, unless the process froze objects itself."""
+        self._frozen = gc.get_freeze_count() == 0
+        try:
+            yield self
+        finally:
+            if self._frozen:
+                gc.unfreeze()
+            self._frozen = False
 
     def line(self, pos: int) -> int:
-        return bisect.bisect_left(self._newlines, pos) + 1
+        """The file line of position ``pos`` of the current chunk."""
+        return self._first_line + bisect.bisect_left(self._newlines, pos)
 
     def broken_entry(self, pos: int, key: str, reason: str = "") -> None:
         self.broken += 1
@@ -87,7 +128,7 @@ class Scanner:
                     self.parse(swallowed.start(), end)
                     return
                 values = {k: v for k, v in item.items() if k not in ("ID", "ENTRYTYPE")}
-                self.entries.append(Raw(item["ENTRYTYPE"], item["ID"], values, pos))
+                self.entries.append(Raw(item["ENTRYTYPE"], item["ID"], values, self.line(pos)))
             else:
                 self._comment(pos, item)
         if failed_at is not None:
@@ -105,7 +146,7 @@ class Scanner:
         if header and header.group(1).lower() != "comment":
             empty = _EMPTY_ENTRY_RE.fullmatch(comment)
             if empty:  # "@misc{key}" or "@misc{key,}": valid, just has no fields
-                self.entries.append(Raw(empty.group(1).lower(), empty.group(2), {}, pos))
+                self.entries.append(Raw(empty.group(1).lower(), empty.group(2), {}, self.line(pos)))
                 return
             self.broken_entry(pos, header.group(2))
             resume_from = header.end()
@@ -130,8 +171,31 @@ class Scanner:
             return COMMON_STRINGS[name]
         problem = "circular" if name in seen else "undefined"
         log.warning("%s:%d: entry %r: %s @string %r, kept as text",
-                    self.source, self.line(raw.pos), raw.key, problem, name)
+                    self.source, raw.line, raw.key, problem, name)
         return name
+
+
+def chunks(pieces: Iterable[str], chunk_chars: int = CHUNK_CHARS) -> Iterator[tuple[str, int]]:
+    """Cut a text, given in pieces of any size, into chunks of about ``chunk_chars``, each
+    ending where a line starts an entry (so no entry is cut), with the line each starts on.
+
+    pyparsing's results for one chunk are dropped before the next is parsed: a large file
+    parses in linear time and in memory that does not grow with pyparsing's bookkeeping.
+    """
+    buffer, offset, first_line = "", 0, 1
+    for piece in pieces:
+        buffer = buffer[offset:] + piece  # what is left of the last piece, then this one
+        offset = 0
+        while len(buffer) - offset > chunk_chars:
+            boundary = _LINE_HEADER_RE.search(buffer, offset + chunk_chars)
+            if boundary is None:
+                break
+            chunk = buffer[offset:boundary.start()]
+            yield chunk, first_line
+            first_line += chunk.count("\n")
+            offset = boundary.start()
+    if offset < len(buffer):
+        yield buffer[offset:], first_line
 
 
 def _pieces(value) -> list[str]:
@@ -158,10 +222,10 @@ def resolve_crossrefs(raws: list[Raw], expanded: list[dict], scanner: Scanner) -
         parent = index.get(target.casefold()) if target else None
         if target and parent is None:
             log.warning("%s:%d: entry %r: crossref target %r not found",
-                        scanner.source, scanner.line(raw.pos), raw.key, target)
+                        scanner.source, raw.line, raw.key, target)
         elif target and (parent == i or parent in chain):
             log.warning("%s:%d: entry %r: circular crossref to %r ignored",
-                        scanner.source, scanner.line(raw.pos), raw.key, target)
+                        scanner.source, raw.line, raw.key, target)
         elif target:
             inherited = resolve(parent, chain + (i,))
             values = dict(values)

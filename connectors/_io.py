@@ -1,11 +1,15 @@
 """File plumbing shared by the connectors: decoding, gzip, atomic writes."""
 from __future__ import annotations
 
+import codecs
+import contextlib
 import gzip
 import logging
 import os
 import tempfile
+import zlib
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from .errors import SourceError
 
@@ -61,26 +65,108 @@ def read_text(path: Path, encoding: str | None = None) -> str:
     raise SourceError(f"{path}: unknown text encoding")  # unreachable: latin-1 decodes all
 
 
-def atomic_write_text(path: Path, text: str, compress: bool | None = None) -> None:
+# Bytes read at a time by iter_text: large files are decoded piece by piece, never held whole.
+READ_BYTES = 1 << 20
+
+
+def _raw_pieces(path: Path, size: int) -> Iterator[bytes]:
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise SourceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SourceError(f"{path}: is a directory") from None
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with handle:
+        stream = gzip.GzipFile(fileobj=handle, mode="rb") if handle.peek(2)[:2] == b"\x1f\x8b" else handle
+        try:
+            while piece := stream.read(size):
+                yield piece
+        except (OSError, EOFError, zlib.error) as exc:
+            raise SourceError(f"{path}: corrupt gzip data ({exc})") from None
+
+
+def _detect_encoding(path: Path, size: int) -> str:
+    """read_text's rules, decided in one pass that keeps nothing: UTF-16 by BOM, UTF-8, cp1252."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    offset, head = 0, b""
+    bad: tuple[int, int] | None = None  # (byte, offset) of the first byte that is not UTF-8
+    for piece in _raw_pieces(path, size):
+        if not offset:
+            head = piece[:4096]
+            if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+                return "utf-16"
+        try:
+            decoder.decode(piece)
+        except UnicodeDecodeError as exc:
+            bad = (piece[exc.start], offset + exc.start)
+            break
+        offset += len(piece)
+    else:
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            bad = (exc.object[exc.start] if exc.object else 0, offset)
+    if bad is None:
+        return "utf-8-sig"
+    if b"\x00" in head:
+        raise SourceError(f"{path}: looks like a binary file, not text")
+    encoding = next(e for e in _FALLBACK_ENCODINGS if e == "latin-1" or _decodes_all(path, size, e))
+    log.warning("%s: not valid UTF-8 (byte 0x%02x at offset %d); read as %s", path, bad[0], bad[1], encoding)
+    return encoding
+
+
+def _decodes_all(path: Path, size: int, encoding: str) -> bool:
+    decoder = codecs.getincrementaldecoder(encoding)()
+    try:
+        for piece in _raw_pieces(path, size):
+            decoder.decode(piece)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def iter_text(path: Path, size: int = READ_BYTES) -> Iterator[str]:
+    """The text of ``path`` in pieces, decoded as :func:`read_text` would decode it whole.
+
+    For files too large to hold twice (bytes and text): the encoding is decided in a first
+    pass, then the file is decoded a piece at a time.
+    """
+    encoding = _detect_encoding(path, size)
+    decoder = codecs.getincrementaldecoder(encoding)()
+    for piece in _raw_pieces(path, size):
+        text = decoder.decode(piece)
+        if text:
+            yield text
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail
+
+
+def atomic_write_text(path: Path, text: str | Iterable[str], compress: bool | None = None) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one.
 
     The data goes to a temporary file in the same directory, is flushed to disk and then
     renamed over the target. ``compress`` (default: when the name ends in ``.gz``) gzips it.
+    ``text`` may be an iterable of pieces (written as they come, never joined in memory).
     """
     path = Path(path)
     if compress is None:
         compress = path.suffix == ".gz"
-    data = text.encode("utf-8")
-    if compress:
-        # mtime=0 keeps the output byte-identical for identical inputs.
-        data = gzip.compress(data, mtime=0)
+    pieces = [text] if isinstance(text, str) else text
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise SourceError(f"{path}: directory {directory} does not exist")
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            # mtime=0 keeps compressed output byte-identical for identical inputs.
+            with (gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, filename="") if compress
+                  else contextlib.nullcontext(handle)) as stream:
+                for piece in pieces:
+                    stream.write(piece.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
         if path.exists():

@@ -34,15 +34,15 @@ import logging
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from bibtexparser.bibdatabase import COMMON_STRINGS
 
 from recommender.paper import Paper
 from recommender.text import find_arxiv_id, normalize_doi, strip_accents, surname
 
-from ._bibtex_scan import CONTAINER_TYPES, Scanner, resolve_crossrefs
-from ._io import atomic_write_text, read_text
+from ._bibtex_scan import CONTAINER_TYPES, Scanner, chunks, resolve_crossrefs
+from ._io import atomic_write_text, iter_text
 from .errors import SourceError
 from .latex import escape_latex, format_name, is_institution, latex_to_text, parse_names
 
@@ -154,16 +154,31 @@ def _to_paper(key: str, entry_type: str, values: dict, source: str) -> Paper:
 
 def loads(text: str, source: str = "<string>") -> list[Paper]:
     """Parse BibTeX text; ``source`` names it in messages and in ``Paper.source``."""
-    scanner = Scanner(text, source)
+    return _parse([text], source)
+
+
+def load(path: Path) -> list[Paper]:
+    """Read a ``.bib`` file (optionally gzip-compressed, any common encoding), a piece at a time."""
+    return _parse(iter_text(Path(path)), str(path))
+
+
+def _parse(pieces: Iterable[str], source: str) -> list[Paper]:
+    scanner = Scanner(source)
     try:
-        scanner.parse(0, len(text))
+        with scanner.parsing():
+            for chunk, first_line in chunks(pieces):
+                scanner.feed(chunk, first_line)
     except RecursionError:
         raise SourceError(f"{source}: braces nested too deeply to parse") from None
     raws = scanner.entries
-    expanded = [{name: scanner.expand(value, raw) for name, value in raw.values.items()} for raw in raws]
+    expanded = []
+    for raw in raws:
+        expanded.append({name: scanner.expand(value, raw) for name, value in raw.values.items()})
+        raw.values = {}  # the expanded values are all that is needed from here on
     resolved = resolve_crossrefs(raws, expanded, scanner)
+    del expanded
     papers, first_line, taken = [], {}, set()
-    for raw, values in zip(raws, resolved):
+    for index, (raw, values) in enumerate(zip(raws, resolved)):
         key, folded = raw.key, raw.key.casefold()
         if folded in first_line:
             n = 2
@@ -171,19 +186,15 @@ def loads(text: str, source: str = "<string>") -> list[Paper]:
                 n += 1
             key = f"{raw.key}-{n}"
             log.warning("%s:%d: duplicate key %r (first at line %d); kept both, this one as %r",
-                        source, scanner.line(raw.pos), raw.key, first_line[folded], key)
-        first_line.setdefault(folded, scanner.line(raw.pos))
+                        source, raw.line, raw.key, first_line[folded], key)
+        first_line.setdefault(folded, raw.line)
         taken.add(key.casefold())
         papers.append(_to_paper(key, raw.type, values, source))
+        resolved[index] = None  # each entry's values now live in its Paper
     stray_lines = (line.strip() for comment in scanner.stray for line in comment.splitlines())
     if not papers and not scanner.broken and any(line and not line.startswith("%") for line in stray_lines):
         log.warning("%s: no BibTeX entries found", source)
     return papers
-
-
-def load(path: Path) -> list[Paper]:
-    """Read a ``.bib`` file (optionally gzip-compressed, any common encoding)."""
-    return loads(read_text(Path(path)), str(path))
 
 
 # --- writing ---------------------------------------------------------------------------------

@@ -88,4 +88,8 @@ def dumps(papers: Sequence[Paper], format: str = "jsonl") -> str:
 
 def dump(papers: Sequence[Paper], path: Path) -> None:
     name = Path(path).name.lower().removesuffix(".gz")
-    atomic_write_text(Path(path), dumps(papers, "json" if name.endswith(".json") else "jsonl"))
+    if name.endswith(".json"):
+        atomic_write_text(Path(path), dumps(papers, "json"))
+    else:  # a line at a time: a large collection is never held twice as text
+        atomic_write_text(Path(path), (json.dumps(record_from_paper(paper), ensure_ascii=False) + "\n"
+                                       for paper in papers))

@@ -418,3 +418,54 @@ def test_dump_writes_gzip_when_asked(tmp_path):
 ])
 def test_latex_to_text(latex, text):
     assert latex_to_text(latex) == text
+
+
+# --- large files: read a chunk at a time -------------------------------------------------------
+
+def _load_in_chunks(path: Path, chunk_chars: int, monkeypatch, caplog):
+    from connectors import _bibtex_scan, _io
+
+    monkeypatch.setattr(_bibtex_scan, "CHUNK_CHARS", chunk_chars)
+    monkeypatch.setattr(_io, "READ_BYTES", max(64, chunk_chars // 3))
+    monkeypatch.setattr(bibtex, "chunks", lambda pieces: _bibtex_scan.chunks(pieces, chunk_chars))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="litrank"):
+        papers = bibtex.load(path)
+    return papers, warnings(caplog)
+
+
+@pytest.mark.parametrize("name", ["broken-library.bib", "hard-cases.bib", "biber-examples.bib"])
+def test_tiny_chunks_read_the_same_papers_and_name_the_same_lines(name, monkeypatch, caplog):
+    """A file read in chunks of a few hundred characters (pieces cut anywhere, even inside a
+    UTF-8 character) gives what one chunk gives: the same papers, the same warnings and lines."""
+    path = DATA / name if (DATA / name).exists() else shared(name)
+    whole, whole_warnings = _load_in_chunks(path, 1 << 30, monkeypatch, caplog)
+    small, small_warnings = _load_in_chunks(path, 300, monkeypatch, caplog)
+    assert [(p.id, p.title, p.abstract, p.authors, p.fields) for p in small] == \
+           [(p.id, p.title, p.abstract, p.authors, p.fields) for p in whole]
+    assert small_warnings == whole_warnings
+    if name == "broken-library.bib":
+        assert any(":44: entry 'rombach2022high'" in w for w in small_warnings)
+
+
+def test_chunks_end_only_where_a_line_starts_an_entry():
+    from connectors._bibtex_scan import chunks
+
+    text = "".join(f"@misc{{k{i},\n  title = {{Paper {i} @misc{{not-a-start}}}},\n}}\n\n" for i in range(50))
+    pieces = [text[i:i + 37] for i in range(0, len(text), 37)]
+    cut = list(chunks(pieces, 200))
+    assert "".join(chunk for chunk, _ in cut) == text and len(cut) > 5
+    for chunk, first_line in cut:
+        assert chunk.startswith("@misc{k")
+        assert text.count("\n", 0, text.index(chunk.split(",")[0] + ",")) + 1 == first_line
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "cp1252", "utf-8-sig"])
+def test_pieces_decode_as_the_whole_file_does(tmp_path, encoding, monkeypatch):
+    from connectors import _io
+
+    text = "@article{k,\n  title = {Schrödinger’s café — naïve},\n}\n" * 40
+    path = tmp_path / "lib.bib"
+    path.write_bytes(text.encode(encoding))
+    monkeypatch.setattr(_io, "READ_BYTES", 7)  # cuts multi-byte characters in two
+    assert "".join(_io.iter_text(path, 7)) == _io.read_text(path) == text
