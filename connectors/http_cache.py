@@ -19,6 +19,7 @@ Settings from the environment: ``$LITRANK_OFFLINE`` (1: cache only), ``$LITRANK_
 from __future__ import annotations
 
 import email.utils
+import contextlib
 import hashlib
 import json
 import logging
@@ -58,6 +59,34 @@ def cache_directory() -> Path:
 
         root = platformdirs.user_cache_dir("litrank")
     return Path(root).expanduser() / "http"
+
+
+def cache_summary() -> dict:
+    """``{"path", "answers", "bytes", "sources"}`` of the HTTP cache (answers per host)."""
+    path = cache_directory() / "responses.sqlite"
+    parts = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+    summary = {"path": str(path), "answers": 0, "bytes": sum(p.stat().st_size for p in parts if p.exists()),
+               "sources": {}}
+    if not path.exists():
+        return summary
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
+            for (url,) in db.execute("SELECT url FROM responses"):
+                host = urlsplit(url).hostname or "?"
+                summary["sources"][host] = summary["sources"].get(host, 0) + 1
+                summary["answers"] += 1
+    except sqlite3.Error as exc:
+        summary["error"] = str(exc)
+    return summary
+
+
+def clear_cache() -> tuple[int, int]:
+    """Delete the HTTP cache; the number of answers and of bytes freed."""
+    summary = cache_summary()
+    path = Path(summary["path"])
+    for part in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        part.unlink(missing_ok=True)
+    return summary["answers"], summary["bytes"]
 
 
 def offline_requested() -> bool:
@@ -122,6 +151,7 @@ class CachedSession(requests.Session):
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.cache_path, timeout=30)
         self._db = db
+        db.execute("PRAGMA journal_mode=WAL")  # concurrent runs: readers never wait for a writer
         db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, url TEXT NOT NULL, "
                    "status INTEGER NOT NULL, headers TEXT NOT NULL, body BLOB NOT NULL, fetched REAL NOT NULL)")
         return db

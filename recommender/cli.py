@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,7 +14,10 @@ from .cli_common import (configure_logging, enrich_papers, fail, judgements, loa
                          model_options, network_progress, plural, remote_options, remote_sources, say,
                          settings_default_map, stage, zotero_sources)
 from .feedback import is_litrank_item
-from .ranking import DEFAULT_DIVERSITY, Ranker, Ranking, make_model
+
+if TYPE_CHECKING:
+    from .ranking import Ranking
+from .defaults import DEFAULT_DIVERSITY
 
 OUTPUT_FORMATS = ("table", "json", "jsonl", "csv", "bibtex", "html")
 _FORMAT_BY_EXTENSION = {".bib": "bibtex", ".bibtex": "bibtex", ".json": "json", ".jsonl": "jsonl",
@@ -168,6 +172,8 @@ def _rank_and_write(output_format, output, library_sources, collection_sources, 
         judged = {} if no_feedback else judgements(library, collection)
         # Items `litrank sync` created are picks, not your reading (judgements on them are read above).
         library = [paper for paper in library if not is_litrank_item(paper)] or library
+        from .ranking import Ranker, make_model  # scikit-learn and SciPy: only when ranking
+
         model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
         embedding = " (new papers are embedded first)" if getattr(model, "embedder", None) else ""
         with stage(f"Ranking {len(collection):,} papers against {len(library):,}{embedding}..."):
@@ -237,6 +243,7 @@ def _html_page(ranking: Ranking, caption: str) -> str:
 
 
 # The other commands live in modules of their own that import only cli_common.
+from .cli_cache import cache  # noqa: E402
 from .cli_config import config  # noqa: E402
 from .cli_enrich import enrich  # noqa: E402
 from .cli_evaluate import evaluate  # noqa: E402
@@ -244,5 +251,5 @@ from .cli_feedback import feedback  # noqa: E402
 from .cli_fetch import fetch  # noqa: E402
 from .cli_sync import sync  # noqa: E402
 
-for _command in (config, enrich, evaluate, feedback, fetch, sync):
+for _command in (cache, config, enrich, evaluate, feedback, fetch, sync):
     main.add_command(_command)

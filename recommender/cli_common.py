@@ -183,7 +183,7 @@ def make_embedder(name: str | None):
 
 def model_options(command: Callable) -> Callable:
     """``--model`` and ``--embedder``, as every ranking command takes them."""
-    from .ranking import MODEL_NAMES
+    from .defaults import MODEL_NAMES
 
     @click.option("--model", "model_name", type=click.Choice(MODEL_NAMES), default=MODEL_NAMES[0], show_default=True,
                   help="hybrid: lexical + dense similarity with pseudo-relevance feedback (best on expert "

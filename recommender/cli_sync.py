@@ -18,7 +18,7 @@ from connectors.zotero_sync_plan import Plan, collection_path, extra_lines, item
 from . import defaults
 from .cli_common import fail, judgements, load_sources, make_embedder, model_options, stage
 from .feedback import DROPPED_FROM, is_litrank_item
-from .ranking import DEFAULT_DIVERSITY, Ranker, make_model
+from .defaults import DEFAULT_DIVERSITY
 
 LOCAL_DATABASE_MESSAGE = (
     "litrank never writes to Zotero's database file (zotero:local): Zotero must be the only writer of "
@@ -107,6 +107,8 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
         collection, _ = load_sources(collection_sources, None, defaults.bundled_collection,
                                       defaults.COLLECTION_DESCRIPTION, "collection")
         judged = {} if no_feedback else judgements(everything, collection)
+        from .ranking import Ranker, make_model  # scikit-learn and SciPy: only when ranking
+
         model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
         with stage(f"Ranking {len(collection):,} papers against {len(library):,}..."):
             ranking = Ranker(model, diversity=diversity).rank(library, collection, top=top, judgements=judged)

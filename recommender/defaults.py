@@ -1,4 +1,5 @@
-"""Where the bundled defaults live: the ICML 2026 collection and the example library."""
+"""Where the bundled defaults live (the ICML 2026 collection and the example library), and the
+defaults the CLI shows before anything heavy is imported."""
 from __future__ import annotations
 
 from importlib import resources
@@ -6,6 +7,10 @@ from pathlib import Path
 
 COLLECTION_DESCRIPTION = "bundled ICML 2026 list (four accepted-paper pages)"
 LIBRARY_DESCRIPTION = "bundled example library (diffusion models and diffusion language models)"
+# litrank's models by their --model names; the first is the default (ranking.make_model builds them).
+MODEL_NAMES = ("hybrid", "learned", "similarity")
+# Weight of redundancy in the MMR re-ranking of the list head (Ranker's diversity).
+DEFAULT_DIVERSITY = 0.15
 
 
 def _data_path(name: str) -> Path:

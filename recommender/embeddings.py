@@ -10,6 +10,7 @@ embedded once, ever. The model itself is loaded only when some text is not in th
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -187,6 +188,8 @@ class SentenceEmbedder:
                 self.cache_dir.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(self.cache_path, timeout=30)
                 self._db = db
+                # WAL: a run reading the cache never waits for another run writing to it.
+                db.execute("PRAGMA journal_mode=WAL")
                 with db:
                     db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)"
                                " WITHOUT ROWID")
@@ -260,3 +263,39 @@ class SentenceEmbedder:
                 db.close()
             except sqlite3.Error:
                 pass
+
+
+def _file_bytes(path: Path) -> int:
+    """A SQLite file's size with its write-ahead log and shared-memory files."""
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists())
+
+
+def cache_summary(cache_dir: str | Path | None = None) -> list[dict]:
+    """One ``{"path", "model_id", "vectors", "dim", "bytes"}`` per cache file (one per model)."""
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    summary = []
+    for path in sorted(directory.glob("*.sqlite")) if directory.is_dir() else []:
+        entry = {"path": str(path), "model_id": "?", "vectors": 0, "dim": None, "bytes": _file_bytes(path)}
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
+                meta = dict(db.execute("SELECT name, value FROM meta"))
+                entry.update(model_id=meta.get("model_id", "?"), dim=int(meta["dim"]) if "dim" in meta else None,
+                             vectors=db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+        except (sqlite3.Error, ValueError) as exc:
+            entry["error"] = str(exc)
+        summary.append(entry)
+    return summary
+
+
+def clear_cache(cache_dir: str | Path | None = None) -> tuple[int, int]:
+    """Delete every embedding cache file; the number of files and of bytes freed.
+
+    A run that has a file open keeps writing to it unseen and the next run starts afresh."""
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    files = n_bytes = 0
+    for path in sorted(directory.glob("*.sqlite")) if directory.is_dir() else []:
+        n_bytes += _file_bytes(path)
+        for part in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            part.unlink(missing_ok=True)
+        files += 1
+    return files, n_bytes

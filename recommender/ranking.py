@@ -7,13 +7,12 @@ from typing import Mapping, Sequence, Union
 
 import numpy as np
 
+from .defaults import DEFAULT_DIVERSITY, MODEL_NAMES
 from .feedback import DISLIKED, LIKED
 from .hybrid import HybridModel
 from .model import Driver, LearnedModel, SimilarityModel
 from .paper import IdentityIndex, Paper, deduplicate
 
-# litrank's models by their --model names; the first is the default.
-MODEL_NAMES = ("hybrid", "learned", "similarity")
 
 
 def make_model(name: str = "hybrid", embedder=None):
@@ -32,7 +31,6 @@ PapersOrSources = Union[str, Path, Sequence[Union[Paper, str, Path]]]
 MAX_REASONS = 3
 # Below this cosine a library paper is no real reason for a pick.
 MIN_REASON_SIMILARITY = 0.02
-DEFAULT_DIVERSITY = 0.15
 # MMR re-ranks only the head of the list: deep candidates never reach the top anyway.
 MMR_POOL = 200
 

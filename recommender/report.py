@@ -8,16 +8,23 @@ import csv
 import dataclasses
 import io
 import json
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from .paper import Paper
-from .ranking import Ranking, Recommendation
-from .signals import describe_feature
 from .text import truncate
+
+if TYPE_CHECKING:  # the ranking imports scikit-learn; this module is loaded by every command
+    from .ranking import Ranking, Recommendation
+
+
+def describe_feature(name: str) -> str:
+    from .signals import describe_feature as describe
+
+    return describe(name)
 
 DERIVED_MARK = "†"
 SCORE_DIGITS = 4

@@ -9,7 +9,6 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 # Words every abstract uses whatever its topic; as features they only add noise, and as
 # explanations ("new state", "propose") they explain nothing.
@@ -20,7 +19,6 @@ ACADEMIC_STOP_WORDS = frozenset("""
     proposed proposes prior recent recently result results set show shows significantly state study
     superior task tasks use used uses using various wide widely work works
 """.split())
-STOP_WORDS = sorted(ENGLISH_STOP_WORDS | ACADEMIC_STOP_WORDS)
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _DOI_PREFIX_RE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
@@ -213,3 +211,15 @@ def derive_title(abstract: str) -> str:
     if len(contribution.split()) >= 3:
         return truncate(contribution, MAX_DERIVED_TITLE)
     return truncate(_clause(text), MAX_DERIVED_TITLE)
+
+
+def __getattr__(name: str):
+    # STOP_WORDS needs scikit-learn's English list: imported on first use, so that commands
+    # which never build features (`litrank --help`, `config`, `cache`, `feedback`) start fast.
+    if name == "STOP_WORDS":
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        value = sorted(ENGLISH_STOP_WORDS | ACADEMIC_STOP_WORDS)
+        globals()["STOP_WORDS"] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
