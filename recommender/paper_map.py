@@ -135,11 +135,16 @@ class PaperMap(BaseEstimator):
                 term = str(vocabulary[index])
                 if term in _WEAK_TERMS or term.isdigit():
                     continue
-                if any(term in chosen.split() or chosen in term.split() for chosen in terms):
-                    continue
+                stems = {_stem(word) for word in term.split()}
+                if any(stems & {_stem(word) for word in chosen.split()} for chosen in terms):
+                    continue  # "graph" after "graphs", "neural networks" after "network"
                 terms.append(term)
             labels.append(", ".join(terms) or f"topic {t + 1}")
         return labels
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def _pca_2d(X: np.ndarray) -> np.ndarray:
