@@ -215,6 +215,10 @@ class FeedbackStore:
 
     def judgements(self, papers: Sequence[Paper]) -> dict[str, int]:
         """``paper.id -> judgement`` for those of ``papers`` that have one (one query for all)."""
+        return {paper_id: entry.judgement for paper_id, entry in self.entries_of(papers).items()}
+
+    def entries_of(self, papers: Sequence[Paper]) -> dict[str, FeedbackEntry]:
+        """``paper.id -> FeedbackEntry`` (judgement, source, date) for those of ``papers`` that have one."""
         papers = list(papers)
         if not papers:
             return {}
@@ -227,7 +231,7 @@ class FeedbackStore:
         for paper in papers:
             found = index.find(_Keyed(_keys(paper)))  # type: ignore[arg-type]
             if found is not None:
-                result[paper.id] = found.entry.judgement  # type: ignore[attr-defined]
+                result[paper.id] = found.entry  # type: ignore[attr-defined]
         return result
 
     def entries(self) -> list[FeedbackEntry]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
+from recommender.feedback import LITRANK_TAG, TRASHED
 from recommender.paper import Paper
 from recommender.text import find_arxiv_id
 
@@ -20,9 +21,15 @@ VENUE_FIELDS = ("proceedingsTitle", "publicationTitle", "conferenceName", "bookT
                 "programmingLanguage")
 # Fields mapped to Paper attributes; every other non-empty string field goes to Paper.fields.
 _MAPPED = {"key", "version", "itemType", "title", "creators", "abstractNote", "date", "DOI", "url", "extra",
-           "tags", "collections", "relations", "dateAdded", "dateModified", "archiveID", *VENUE_FIELDS}
+           "tags", "collections", "relations", "dateAdded", "dateModified", "archiveID", "deleted", *VENUE_FIELDS}
+
 _YEAR_RE = re.compile(r"(?<!\d)(1[5-9]\d\d|20\d\d|21\d\d)(?!\d)")
 _EXTRA_DOI_RE = re.compile(r"^DOI:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+
+
+def is_litrank_item_data(data: Mapping[str, Any]) -> bool:
+    """True for the ``data`` of an item litrank created (tagged ``litrank``)."""
+    return any(str(tag.get("tag", "")).lower() == LITRANK_TAG for tag in data.get("tags") or ())
 
 
 def creator_name(creator: Mapping[str, Any]) -> str:
@@ -58,6 +65,8 @@ def paper_from_item(data: Mapping[str, Any], source: str, collection_paths: Sequ
         fields["extra"] = extra
     if collection_paths:
         fields["collections"] = "\n".join(sorted(collection_paths))
+    if data.get("deleted"):  # 1 or true in the API's JSON
+        fields[TRASHED] = "true"
     return Paper(
         id=str(data.get("key") or ""),
         title=str(data.get("title") or "").strip(),

@@ -41,7 +41,7 @@ from urllib.parse import unquote
 from recommender.paper import Paper
 
 from .errors import SourceError
-from .zotero_items import NON_PAPER_TYPES, paper_from_item
+from .zotero_items import NON_PAPER_TYPES, is_litrank_item_data, paper_from_item
 
 __all__ = ["DATA_DIR_ENV", "KNOWN_SCHEMA", "MIN_SCHEMA", "find_database", "load", "load_uri"]
 
@@ -247,8 +247,7 @@ def _read(connection: sqlite3.Connection, path: Path, collection: str | None, so
     items = connection.execute(
         f"SELECT i.itemID, i.key, i.version, i.itemTypeID, t.typeName, i.dateAdded, i.dateModified "
         f"FROM items i JOIN {combined['itemTypes']} t USING (itemTypeID) "
-        f"WHERE i.libraryID=? AND t.typeName NOT IN ({skipped}) "
-        f"AND i.itemID NOT IN (SELECT itemID FROM deletedItems) ORDER BY i.dateAdded, i.itemID",
+        f"WHERE i.libraryID=? AND t.typeName NOT IN ({skipped}) ORDER BY i.dateAdded, i.itemID",
         (library_id, *sorted(NON_PAPER_TYPES))).fetchall()
     in_library = f"itemID IN (SELECT itemID FROM items WHERE libraryID={int(library_id)})"
 
@@ -299,6 +298,8 @@ def _read(connection: sqlite3.Connection, path: Path, collection: str | None, so
         relations.setdefault(item_id, {}).setdefault(predicate, []).append(target)
 
     published = _ids(connection, "publicationsItems", "itemID", tables)  # "My Publications"
+    # The trash is left out, but for litrank's own items: moving a pick there is a "no".
+    trashed = {item_id for (item_id,) in connection.execute("SELECT itemID FROM deletedItems")}
 
     paths, keys, parents = _collections(connection, library_id, tables)
     memberships: dict[int, list[int]] = {}
@@ -309,6 +310,8 @@ def _read(connection: sqlite3.Connection, path: Path, collection: str | None, so
 
     papers = []
     for item_id, key, version, _, type_name, added, modified in items:
+        if item_id in trashed and not is_litrank_item_data({"tags": tags.get(item_id, [])}):
+            continue
         member_of = sorted(memberships.get(item_id, []), key=paths.get)
         if wanted is not None and not wanted.intersection(member_of):
             continue
@@ -320,6 +323,8 @@ def _read(connection: sqlite3.Connection, path: Path, collection: str | None, so
                 "dateAdded": _iso(added), "dateModified": _iso(modified)}
         if item_id in published:
             data["inPublications"] = True
+        if item_id in trashed:
+            data["deleted"] = 1
         paper = paper_from_item(data, source, [paths[c] for c in member_of])
         if paper is not None:
             papers.append(paper)

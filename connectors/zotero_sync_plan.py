@@ -16,7 +16,7 @@ from typing import Any
 from recommender.feedback import EXTRA_PREFIX, IN_COLLECTION, LITRANK_TAG as TAG
 from recommender.paper import IdentityIndex, Paper
 
-from .zotero_items import paper_from_item
+from .zotero_items import is_litrank_item_data, paper_from_item
 
 _CONFERENCE_RE = re.compile(r"conf|proc|symposium|workshop|\b(ICML|NeurIPS|NIPS|ICLR|CVPR|ICCV|ECCV|ACL|EMNLP|"
                             r"NAACL|AAAI|IJCAI|KDD|SIGIR|UAI|AISTATS|COLT|CoRL|RSS)\b", re.IGNORECASE)
@@ -30,14 +30,17 @@ class Plan:
     update: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
     remove: list[dict[str, Any]] = field(default_factory=list)
     unchanged: int = 0
+    # Picks the user moved to the Zotero trash: never created again.
+    trashed: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
 
     def write_count(self) -> int:
         """Objects a sync of this plan sends: new items, then the items it adds, updates or removes."""
         return len(self.create) + len(self.add) + len(self.update) + len(self.remove)
 
     def counts(self) -> str:
+        trashed = f", in the trash (not re-created) {len(self.trashed)}" if self.trashed else ""
         return (f"create {len(self.create)}, add {len(self.add)}, update {len(self.update)}, "
-                f"remove {len(self.remove)}, unchanged {self.unchanged}")
+                f"remove {len(self.remove)}, unchanged {self.unchanged}{trashed}")
 
 
 def extra_lines(pick, n_candidates: int, to: str) -> list[str]:
@@ -96,20 +99,25 @@ def new_item(template: dict[str, Any], pick, n_candidates: int, to: str) -> dict
     return data
 
 
-def _is_ours(data: dict[str, Any]) -> bool:
-    return any(tag.get("tag") == TAG for tag in data.get("tags") or [])
-
 
 def make_plan(ranking, items: list[dict[str, Any]], collection_key: str | None, source: str,
-              to: str) -> Plan:
-    """What to write so that the collection holds exactly the picks, with current fields."""
-    ours = {str(d["key"]): d for d in items if _is_ours(d)}
+              to: str, trashed: list[dict[str, Any]] = ()) -> Plan:
+    """What to write so that the collection holds exactly the picks, with current fields.
+
+    ``trashed`` are the items of the library's trash: a pick that is one of litrank's items
+    there is not created again (the user said no to it)."""
+    ours = {str(d["key"]): d for d in items if is_litrank_item_data(d)}
     papers = [p for d in ours.values() if (p := paper_from_item(d, source)) is not None]
     index = IdentityIndex(papers)
+    in_trash = {str(d["key"]): d for d in trashed if is_litrank_item_data(d)}
+    trash_index = IdentityIndex([p for d in in_trash.values() if (p := paper_from_item(d, source)) is not None])
     plan = Plan(collection_key)
     matched: set[str] = set()
     for pick in ranking.recommendations:
         found = index.find(pick.paper)
+        if found is None and (gone := trash_index.find(pick.paper)) is not None:
+            plan.trashed.append((pick, in_trash[gone.id]))
+            continue
         data = ours.get(found.id) if found is not None else None
         if data is None or found.id in matched:
             plan.create.append(pick)

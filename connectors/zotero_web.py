@@ -37,7 +37,7 @@ from urllib.parse import unquote, urlsplit
 from recommender.paper import Paper
 
 from .errors import SourceError
-from .zotero_items import paper_from_item
+from .zotero_items import is_litrank_item_data, paper_from_item
 
 log = logging.getLogger("litrank")
 
@@ -218,20 +218,34 @@ class ZoteroLibrary:
                  else (lambda: self.zot.top(**params)))
         return [item.get("data", item) for item in self._all(first)]
 
+    def trashed_items(self) -> list[dict[str, Any]]:
+        """The ``data`` of every item in the library's trash (``<library>/items/trash``)."""
+        params = {"limit": PAGE_SIZE, "sort": "dateAdded", "direction": "asc"}
+        return [item.get("data", item) for item in self._all(lambda: self.zot.trash(**params))]
+
     def papers(self) -> list[Paper]:
-        """The papers of the library (or of the collection the URI names, with its subcollections)."""
+        """The papers of the library (or of the collection the URI names, with its subcollections).
+
+        The trash is left out, but for litrank's own items (tagged ``litrank``), marked
+        ``fields["trashed"]``: moving a pick to the trash is a "no"."""
         paths = collection_paths(self.collections())
         if self.target.collection:
+            subtree = self._subtree(paths)
             items: dict[str, dict[str, Any]] = {}
-            for key in self._subtree(paths):
+            for key in subtree:
                 for data in self.top_items(key):
                     items.setdefault(str(data.get("key")), data)
-            datas = sorted(items.values(), key=lambda d: str(d.get("dateAdded") or ""))
+            trash = [d for d in self.trashed_items() if set(d.get("collections") or ()) & set(subtree)]
         else:
-            datas = self.top_items()
+            items = {str(d.get("key")): d for d in self.top_items()}
+            trash = self.trashed_items()
+        for data in trash:
+            if is_litrank_item_data(data) and not data.get("parentItem"):
+                items.setdefault(str(data.get("key")), {**data, "deleted": 1})
+        datas = sorted(items.values(), key=lambda d: str(d.get("dateAdded") or ""))
         papers = []
         for data in datas:
-            if data.get("deleted"):
+            if data.get("deleted") and not is_litrank_item_data(data):
                 continue
             in_paths = [paths[k] for k in data.get("collections") or () if k in paths]
             paper = paper_from_item(data, self.source, in_paths)

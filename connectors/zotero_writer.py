@@ -109,6 +109,10 @@ class ZoteroWriter:
         """The ``data`` of the library's (or one collection's) top-level items, trash left out."""
         return [d for d in self.library.top_items(collection_key) if not d.get("deleted")]
 
+    def trashed_items(self) -> list[dict[str, Any]]:
+        """The ``data`` of the items in the library's trash."""
+        return self.library.trashed_items()
+
     def item(self, key: str) -> dict[str, Any]:
         obj = self.library._request(lambda: self.zot.item(key))
         return obj.get("data", obj) if isinstance(obj, dict) else obj

@@ -18,7 +18,11 @@ import click
 
 import connectors
 
-from .feedback import is_litrank_item, judgements_from_keywords, merge_judgements, zotero_judgements
+from .feedback import (is_litrank_item, is_trashed, judgements_from_keywords, merge_judgements,
+                       zotero_judgements)
+
+# The feedback store's source of the dislikes that moving a pick to the Zotero trash gives.
+TRASH_SOURCE = "zotero-trash"
 
 # Read when --embedder is not given: a name, a path, "auto" (the default) or "none".
 EMBEDDER_ENVIRONMENT = "LITRANK_EMBEDDER"
@@ -132,10 +136,19 @@ def judgements(library, collection) -> dict[str, int]:
     store = FeedbackStore()
     from_zotero = zotero_judgements(library)
     if from_zotero:
-        store.record_many(from_zotero, source="zotero")
+        trashed = [(paper, value) for paper, value in from_zotero if is_trashed(paper)]
+        store.record_many([pair for pair in from_zotero if not is_trashed(pair[0])], source="zotero")
+        store.record_many(trashed, source=TRASH_SOURCE)
         liked = sum(1 for _, value in from_zotero if value > 0)
         say(f"Read {plural(len(from_zotero), 'judgement')} from your Zotero items ({liked} liked, "
-                   f"{len(from_zotero) - liked} disliked or removed).")
+                   f"{len(from_zotero) - liked} disliked, removed or trashed).")
+    # A pick restored from the trash is no longer a "no": the dislike the trash gave is dropped.
+    ours = [paper for paper in library if is_litrank_item(paper) and not is_trashed(paper)]
+    entries = store.entries_of(ours)
+    restored = [paper for paper in ours if paper.id in entries and entries[paper.id].source == TRASH_SOURCE]
+    if restored:
+        store.forget_many(restored)
+        say(f"{plural(len(restored), 'pick')} restored from the Zotero trash: no longer counted as disliked.")
     papers = [p for p in library if not is_litrank_item(p)] + list(collection)
     stored = store.judgements(papers)
     merged = merge_judgements(stored, judgements_from_keywords(papers))

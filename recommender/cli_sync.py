@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 import connectors
-from connectors.zotero_sync_plan import Plan, collection_path, extra_lines, item_type, make_plan, merge_extra, new_item
+from connectors.zotero_sync_plan import (Plan, collection_path, extra_lines, is_litrank_item_data, item_type,
+                                        make_plan, merge_extra, new_item)
 
 from . import defaults
 from .cli_common import fail, judgements, load_sources, make_embedder, model_options, stage
@@ -38,6 +39,8 @@ def _render_plan(plan: Plan, to: str) -> str:
         lines.append(f"  update  #{pick.rank:<3} {data.get('title') or data['key']}")
     for data in plan.remove:
         lines.append(f"  remove       {data.get('title') or data['key']}")
+    for pick, data in plan.trashed:
+        lines.append(f"  trashed #{pick.rank:<3} {data.get('title') or data['key']} (in your trash: not re-created)")
     lines.append(plan.counts() + ".")
     return "\n".join(lines) + "\n"
 
@@ -115,7 +118,8 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
         with stage(f"Reading the items of {writer.source}..."):
             collection_key = writer.find_collection(to)
             items = writer.items()
-        plan = make_plan(ranking, items, collection_key, writer.source, to)
+            trashed = writer.trashed_items()
+        plan = make_plan(ranking, items, collection_key, writer.source, to, trashed)
     except (connectors.SourceError, ValueError) as exc:
         fail(str(exc))
     if dry_run:
@@ -166,6 +170,11 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
         click.echo(f"error: not written: {failure}", err=True)
     click.echo(f"created {len(created.written)}, added {n_added}, updated {n_updated}, removed {n_removed}"
                f" in {to!r} of {writer.source}.", err=True)
+    in_trash = [d for d in trashed if is_litrank_item_data(d)]
+    if in_trash:
+        click.echo(f"{len(in_trash)} of litrank's items {'is' if len(in_trash) == 1 else 'are'} in your Zotero trash: "
+                   f"counted as disliked, never created again ({len(plan.trashed)} of them ranked in the top "
+                   f"{top} this time). Restore one from the trash to take the dislike back.", err=True)
     if failures:
         click.echo(f"{len(failures)} item{'s' if len(failures) != 1 else ''} could not be written; run the same "
                    "command again to complete the sync.", err=True)

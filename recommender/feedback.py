@@ -39,6 +39,8 @@ def merge_judgements(*dicts: Mapping[str, int]) -> dict[str, int]:
 # --- judgements given in Zotero, on the items litrank wrote (see `litrank sync`) ---------------
 
 LITRANK_TAG = "litrank"
+# Paper.fields flag the Zotero readers set on an item of the trash (connectors.zotero_items.TRASHED).
+TRASHED = "trashed"
 EXTRA_PREFIX = "litrank:"
 IN_COLLECTION = "litrank: in "
 DROPPED_FROM = "litrank: dropped from "
@@ -49,16 +51,25 @@ def is_litrank_item(paper: Paper) -> bool:
     return any(keyword.strip().lower() == LITRANK_TAG for keyword in paper.keywords)
 
 
+def is_trashed(paper: Paper) -> bool:
+    """True for a Zotero item in the trash (the readers return only litrank's own from there)."""
+    return paper.fields.get(TRASHED) == "true"
+
+
 def zotero_judgements(papers: Iterable[Paper]) -> list[tuple[Paper, int]]:
     """Judgements the user gave on litrank's Zotero items.
 
-    A ``litrank:liked`` / ``litrank:disliked`` tag is a like / dislike; an item that litrank
-    put in a collection (an Extra line ``litrank: in <path>``) and that is no longer in that
-    collection, without litrank having dropped it, was removed by the user: a dislike.
+    An item moved to the trash is a dislike, whatever its tags; a ``litrank:liked`` /
+    ``litrank:disliked`` tag is a like / dislike; an item that litrank put in a collection (an
+    Extra line ``litrank: in <path>``) and that is no longer in that collection, without
+    litrank having dropped it, was removed by the user: a dislike.
     """
     judged = []
     for paper in papers:
         if not is_litrank_item(paper):
+            continue
+        if is_trashed(paper):
+            judged.append((paper, DISLIKED))
             continue
         tagged = judgements_from_keywords([paper]).get(paper.id)
         if tagged is not None:

@@ -233,3 +233,23 @@ def test_a_key_that_cannot_be_kept_still_serves_this_sync(zotero, tmp_path, monk
     assert result.exit_code == 0, result.stderr
     assert "but the key could not be kept in" in result.stderr and "Zotero will ask again next time" in result.stderr
     assert len(in_collection(zotero)) == 3 and zotero.dialogs == ["litrank"]
+
+
+def test_a_trashed_pick_is_disliked_and_never_created_again_through_the_local_api(zotero):
+    """Zotero 10's local API serves <library>/items/trash as the Web API does."""
+    from connectors.feedback_store import FeedbackStore
+
+    assert run(zotero, "-n", "4").exit_code == 0
+    gone = in_collection(zotero)[0]
+    lib = library(zotero)
+    lib.version += 1
+    obj = lib.items[gone["key"]]
+    obj["data"]["deleted"] = 1
+    obj["version"] = obj["data"]["version"] = lib.version
+    for _ in range(3):
+        result = CliRunner().invoke(main, ["sync", "-l", "zotero:local-api", "--model", "similarity", "-n", "4",
+                                           "--to", TO], catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        assert [o["data"]["title"] for o in lib.items.values()].count(gone["title"]) == 1
+        assert "1 of litrank's items is in your Zotero trash" in result.stderr
+    assert (gone["title"], -1, "zotero-trash") in {(e.title, e.judgement, e.source) for e in FeedbackStore().entries()}

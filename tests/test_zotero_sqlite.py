@@ -370,3 +370,21 @@ def test_cli_zotero_dir_and_collection_options(tmp_path, monkeypatch):
     assert len(result.stdout.splitlines()) == 3
     missing = CliRunner().invoke(main, ["rank", "-l", "zotero:local", "--zotero-dir", str(tmp_path / "nowhere")])
     assert missing.exit_code == 2 and "nowhere" in missing.stderr
+
+
+def test_trashed_picks_of_litrank_are_read_marked_and_judged_disliked(library):
+    """The trash stays out, but for litrank's own items: moving a pick there is a "no"."""
+    from recommender.feedback import DISLIKED, is_trashed, zotero_judgements
+
+    connection = sqlite3.connect(library)
+    pick = zf.add_item(connection, "PICK0001", "preprint", {"title": "A Pick Nobody Wanted", "date": "2026"},
+                       creators=[("Some", "Author")], tags=["litrank"], added="2026-11-01 10:00:00")
+    connection.execute("INSERT INTO deletedItems (itemID, dateDeleted) VALUES (?, '2026-11-02 00:00:00')", (pick,))
+    zf.add_item(connection, "PICK0002", "preprint", {"title": "A Pick Kept", "date": "2026"},
+                creators=[("Other", "Author")], tags=["litrank"], added="2026-11-01 10:00:01")
+    connection.commit()
+    connection.close()
+    papers = _by_id(zotero_sqlite.load(library))
+    assert zf.TRASHED not in papers  # the user's own trashed item is still left out
+    assert is_trashed(papers["PICK0001"]) and not is_trashed(papers["PICK0002"])
+    assert [(p.id, j) for p, j in zotero_judgements(papers.values())] == [("PICK0001", DISLIKED)]

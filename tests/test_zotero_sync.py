@@ -265,7 +265,7 @@ def test_zotero_feedback_tags_and_removals_become_judgements(api):
     removed["collections"] = []  # the user takes one pick out of the reading list ...
     disliked["tags"] = disliked["tags"] + [{"tag": "litrank:disliked"}]  # ... and marks another
     result = sync_with_feedback("-n", "5", "--to", TO)
-    assert "Read 2 judgements from your Zotero items (0 liked, 2 disliked or removed)." in result.stderr
+    assert "Read 2 judgements from your Zotero items (0 liked, 2 disliked, removed or trashed)." in result.stderr
     now = {data["title"] for data in in_collection(api)}
     assert len(now) == 5 and removed["title"] not in now and disliked["title"] not in now
     stored = {(entry.title, entry.judgement, entry.source) for entry in FeedbackStore().entries()}
@@ -305,3 +305,45 @@ def test_sync_shows_its_stages_and_the_objects_sent_on_a_terminal(api, monkeypat
     assert shown[0] == "Reading the library..." and shown[-1].startswith("Writing to zotero:user/")
     assert any(s.startswith("Reading the items of") for s in shown)
     assert [u.split(": ", 1)[1] for u in updates] == ["50 of 60 items sent...", "60 of 60 items sent..."]
+
+
+def _trash(api, key: str, deleted: bool) -> None:
+    """What Zotero does when the user moves an item to the trash (or restores it): the item's
+    ``deleted`` flag, and a new version for it and the library."""
+    lib = library(api)
+    lib.version += 1
+    obj = lib.items[key]
+    if deleted:
+        obj["data"]["deleted"] = 1
+    else:
+        obj["data"].pop("deleted", None)
+    obj["version"] = obj["data"]["version"] = lib.version
+
+
+def test_a_pick_moved_to_the_trash_stays_gone_counts_as_disliked_and_comes_back_when_restored(api):
+    from connectors.feedback_store import FeedbackStore
+
+    sync_with_feedback("-n", "5", "--to", TO)
+    gone = in_collection(api)[0]
+    _trash(api, gone["key"], True)
+    for _ in range(3):  # three syncs: never created again, never in the collection again
+        result = sync_with_feedback("-n", "5", "--to", TO)
+        titles = [o["data"]["title"] for o in library(api).items.values()]
+        assert titles.count(gone["title"]) == 1
+        shown = [data for data in in_collection(api) if not data.get("deleted")]  # Zotero hides the trash
+        assert gone["title"] not in {data["title"] for data in shown} and len(shown) == 5
+        assert "1 of litrank's items is in your Zotero trash: counted as disliked, never created again" in result.stderr
+    stored = {(entry.title, entry.judgement, entry.source) for entry in FeedbackStore().entries()}
+    assert (gone["title"], -1, "zotero-trash") in stored
+    # Even with stored feedback ignored, the plan does not create a trashed pick again.
+    dry = CliRunner().invoke(main, ["sync", "-l", USER, "--model", "similarity", "--no-feedback", "-n", "5",
+                                    "--to", TO, "--dry-run"], catch_exceptions=False)
+    assert f"(in your trash: not re-created)" in dry.stdout and "in the trash (not re-created) 1" in dry.stdout
+
+    _trash(api, gone["key"], False)  # the user restores it
+    result = sync_with_feedback("-n", "5", "--to", TO)
+    assert "1 pick restored from the Zotero trash: no longer counted as disliked." in result.stderr
+    assert (gone["title"], -1, "zotero-trash") not in {(e.title, e.judgement, e.source) for e in FeedbackStore().entries()}
+    titles = [o["data"]["title"] for o in library(api).items.values()]
+    assert titles.count(gone["title"]) == 1  # ours again: found, never duplicated
+    assert "in your Zotero trash" not in result.stderr
