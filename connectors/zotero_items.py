@@ -7,11 +7,14 @@ library. Field names are Zotero's (``itemType``, ``abstractNote``, ``publication
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Hashable, Mapping, Sequence, TypeVar
+from urllib.parse import unquote
 
 from recommender.feedback import LITRANK_TAG, TRASHED
 from recommender.paper import Paper
 from recommender.text import find_arxiv_id
+
+from .errors import SourceError
 
 # Item types that are not papers of the library: they are attached to or annotate one.
 NON_PAPER_TYPES = frozenset({"attachment", "note", "annotation"})
@@ -25,6 +28,47 @@ _MAPPED = {"key", "version", "itemType", "title", "creators", "abstractNote", "d
 
 _YEAR_RE = re.compile(r"(?<!\d)(1[5-9]\d\d|20\d\d|21\d\d)(?!\d)")
 _EXTRA_DOI_RE = re.compile(r"^DOI:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+
+
+# In a Zotero URI's query only "&collection=" starts another parameter: an "&" inside a
+# collection name ("Theory & Methods") belongs to the name.
+_NEXT_PARAMETER = re.compile(r"&(?=collection=)")
+Key = TypeVar("Key", bound=Hashable)
+
+
+def query_parameters(query: str) -> list[tuple[str, str]]:
+    """``(name, value)`` pairs of a Zotero URI's query, percent-decoded (``+`` is kept, as Zotero
+    keeps it in names); ``&`` in a value is part of it."""
+    pairs = []
+    for part in filter(None, _NEXT_PARAMETER.split(query)):
+        name, _, value = part.partition("=")
+        pairs.append((unquote(name), unquote(value)))
+    return pairs
+
+
+def select_collections(paths: Mapping[Key, str], wanted: str, where: str) -> list[Key]:
+    """The collections ``wanted`` names, with all their subcollections, the same way for every reader.
+
+    ``paths`` maps each collection to its slash-joined path from the library root. ``wanted``
+    is a path ("Reading/ML"; exact, else case-insensitive) or the bare name of one collection
+    anywhere in the tree ("ML"), when only one has it.
+    """
+    target = wanted.strip().strip("/").strip()
+    roots = ([k for k, p in paths.items() if p == target]
+             or [k for k, p in paths.items() if p.casefold() == target.casefold()])
+    if not roots:
+        named = [k for k, p in paths.items() if p.rsplit("/", 1)[-1].casefold() == target.casefold()]
+        if len(named) > 1:
+            raise SourceError(f"{where}: several collections are named {wanted!r} "
+                              f"({'; '.join(sorted((paths[k] for k in named), key=str.casefold))}); give the full path")
+        roots = named
+    if not roots:
+        known = sorted(paths.values(), key=str.casefold)
+        listed = "; ".join(known[:25]) + ("; ..." if len(known) > 25 else "")
+        raise SourceError(f"{where}: no collection {wanted!r} in this library"
+                          + (f" (its collections: {listed})" if known else " (it has no collections)"))
+    prefixes = tuple(paths[k] + "/" for k in roots)
+    return sorted({*roots, *(k for k, p in paths.items() if p.startswith(prefixes))}, key=lambda k: paths[k])
 
 
 def is_litrank_item_data(data: Mapping[str, Any]) -> bool:

@@ -36,12 +36,11 @@ import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Iterator
-from urllib.parse import unquote
 
 from recommender.paper import Paper
 
 from .errors import SourceError
-from .zotero_items import NON_PAPER_TYPES, is_litrank_item_data, paper_from_item
+from .zotero_items import NON_PAPER_TYPES, is_litrank_item_data, paper_from_item, query_parameters, select_collections
 
 __all__ = ["DATA_DIR_ENV", "KNOWN_SCHEMA", "MIN_SCHEMA", "find_database", "load", "load_uri"]
 
@@ -67,11 +66,10 @@ def load_uri(uri: str) -> list[Paper]:
     if target != "zotero:local":
         raise SourceError(f"{uri}: not a local Zotero source (use zotero:local[?collection=Reading/ML])")
     collection = None
-    for part in filter(None, query.split("&")):
-        name, _, value = part.partition("=")
-        if name != "collection" or not unquote(value).strip("/ "):
+    for name, value in query_parameters(query):
+        if name != "collection" or not value.strip("/ "):
             raise SourceError(f"{uri}: unknown or empty parameter {name!r}; the only one is collection=<path or name>")
-        collection = unquote(value)
+        collection = value
     return load(find_database(), collection, source=uri)
 
 
@@ -355,20 +353,5 @@ def _collections(connection: sqlite3.Connection, library_id: int, tables: set[st
 
 
 def _select(paths: dict[int, str], parents: dict[int, int | None], wanted: str, database: Path) -> set[int]:
-    """The collection ``wanted`` names (its path, else its name when unique) and all its subcollections."""
-    target = wanted.strip().strip("/")
-    matches = ([c for c, p in paths.items() if p == target]
-               or [c for c, p in paths.items() if p.lower() == target.lower()]
-               or [c for c, p in paths.items() if p.rsplit("/", 1)[-1].lower() == target.lower()])
-    if not matches:
-        known = "; ".join(sorted(paths.values(), key=str.lower)) or "none"
-        raise SourceError(f"{database}: no collection {wanted!r} in the Zotero library (its collections: {known})")
-    if len(matches) > 1:
-        raise SourceError(f"{database}: several collections are named {wanted!r} "
-                          f"({'; '.join(sorted(paths[c] for c in matches))}); give the full path")
-    selected, grew = {matches[0]}, True
-    while grew:
-        children = {c for c, parent in parents.items() if parent in selected} - selected
-        selected |= children
-        grew = bool(children)
-    return selected
+    """The collection ``wanted`` names and all its subcollections (as every Zotero reader selects)."""
+    return set(select_collections(paths, wanted, str(database)))

@@ -32,12 +32,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from recommender.paper import Paper
 
 from .errors import SourceError
-from .zotero_items import is_litrank_item_data, paper_from_item
+from .zotero_items import is_litrank_item_data, paper_from_item, query_parameters, select_collections
 
 log = logging.getLogger("litrank")
 
@@ -80,10 +80,9 @@ def parse_uri(uri: str) -> Target:
         raise SourceError(f"{target}: not a Zotero API source; use zotero:user/<id>, zotero:group/<id> or "
                           "zotero:local-api, optionally followed by ?collection=Path/To")
     collection = None
-    for part in filter(None, query.split("&")):
-        name, _, value = part.partition("=")
-        collection = unquote(value).strip().strip("/").strip()
-        if unquote(name) != "collection" or not collection:  # the name is not echoed: it might be a secret
+    for name, value in query_parameters(query):
+        collection = value.strip().strip("/").strip()
+        if name != "collection" or not collection:  # the name is not echoed: it might be a secret
             raise SourceError(f"{target}: unsupported query in the Zotero URI; the only option is ?collection=Path/To")
     source = target + (f"?collection={collection}" if collection else "")
     if match.group(3):
@@ -256,16 +255,7 @@ class ZoteroLibrary:
         return papers
 
     def _subtree(self, paths: dict[str, str]) -> list[str]:
-        wanted = self.target.collection or ""
-        roots = ([k for k, p in paths.items() if p == wanted]
-                 or [k for k, p in paths.items() if p.casefold() == wanted.casefold()])
-        if not roots:
-            known = sorted(paths.values(), key=str.casefold)
-            listed = "; ".join(known[:25]) + ("; ..." if len(known) > 25 else "")
-            raise SourceError(f"{self.source}: no collection {wanted!r} in this library"
-                              + (f" (its collections: {listed})" if known else " (it has no collections)"))
-        prefixes = tuple(paths[k] + "/" for k in roots)
-        return sorted({*roots, *(k for k, p in paths.items() if p.startswith(prefixes))}, key=paths.__getitem__)
+        return select_collections(paths, self.target.collection or "", self.source)
 
     def _all(self, first: Callable[[], list]) -> list[dict[str, Any]]:
         """Every object of a listing: the first page, then each ``rel="next"`` page."""

@@ -12,6 +12,7 @@ import logging
 
 import pytest
 
+from connectors import errors as connectors_errors
 from connectors import zotero_sqlite, zotero_web
 from tests.zotero_fixtures import SHARED_DB, USER_LIBRARY, add_item, create_schema
 from tests.zotero_server import FakeZoteroAPI, sample_library
@@ -106,3 +107,77 @@ def test_collection_filter_agrees(library_everywhere):
     database = _without_source(zotero_sqlite.load(library_everywhere, collection="Non-English items"))
     assert web and [p.id for p in web] == [p.id for p in database]
     assert "SFILM001" in {p.id for p in web}  # from the subcollection
+
+
+# --- collection names as users write them, and litrank's picks in the trash ---------------------
+
+ODD_PARENT, ODD_CHILD = "Theory & Methods", 'Café "Noir" – Ünïcode'
+
+
+def _odd_library():
+    """The sample library plus a collection whose name has "&", a subcollection with quotes and
+    non-ASCII letters, an item in each, and one of litrank's picks in the trash."""
+    library = sample_library("users", 475425)
+    library.add("collections", {"key": "ODDCOL01", "version": 6, "name": ODD_PARENT, "parentCollection": False,
+                                "relations": {}})
+    library.add("collections", {"key": "ODDCOL02", "version": 6, "name": ODD_CHILD, "parentCollection": "ODDCOL01",
+                                "relations": {}})
+    for key, collection, title in (("ODDITEM1", "ODDCOL01", "Methods for Theories"),
+                                   ("ODDITEM2", "ODDCOL02", "Quoted Noir Films")):
+        library.add("items", {"key": key, "version": 7, "itemType": "journalArticle", "title": title,
+                              "creators": [{"creatorType": "author", "firstName": "Odd", "lastName": "Name"}],
+                              "date": "2020", "tags": [], "collections": [collection], "relations": {},
+                              "dateAdded": "2012-01-01T10:00:00Z", "dateModified": "2012-01-01T10:00:00Z"})
+    library.add("items", {"key": "PICKTRSH", "version": 8, "itemType": "preprint", "deleted": 1,
+                          "title": "A Pick Moved to the Trash", "creators": [{"creatorType": "author",
+                                                                             "firstName": "Lit", "lastName": "Rank"}],
+                          "date": "2026", "tags": [{"tag": "litrank"}], "collections": ["ODDCOL01"], "relations": {},
+                          "dateAdded": "2026-11-01T10:00:00Z", "dateModified": "2026-11-02T10:00:00Z"})
+    return library
+
+
+@pytest.fixture
+def odd_everywhere(tmp_path, monkeypatch):
+    if not SHARED_DB.exists():
+        pytest.skip("Zotero's schema comes from ../shared/data/zotero-sqlite/real-library-schema120.sqlite")
+    monkeypatch.setenv(zotero_web.CONFIG_DIR_ENV, str(tmp_path / "config"))
+    with FakeZoteroAPI(api_key=KEY, max_limit=7) as web, FakeZoteroAPI(local=True, max_limit=7) as local:
+        web.add_library(_odd_library())
+        local.add_library(_odd_library())
+        monkeypatch.setenv(zotero_web.API_URL_ENV, web.url)
+        monkeypatch.setenv(zotero_web.API_KEY_ENV, KEY)
+        monkeypatch.setenv(zotero_web.LOCAL_API_ENV, local.url)
+        (tmp_path / "Zotero").mkdir()
+        _write_database(_odd_library(), tmp_path / "Zotero" / "zotero.sqlite")
+        monkeypatch.setenv(zotero_sqlite.DATA_DIR_ENV, str(tmp_path / "Zotero"))
+        yield
+
+
+def _ids_everywhere(query: str) -> list[list[str]]:
+    """The ids each reader returns for the same query, through the same URIs users type."""
+    return [sorted(p.id for p in loader(uri + query)) for loader, uri in
+            ((zotero_web.load, "zotero:user/475425"), (zotero_web.load, "zotero:local-api"),
+             (zotero_sqlite.load_uri, "zotero:local"))]
+
+
+@pytest.mark.parametrize("query, expected", [
+    (f"?collection={ODD_PARENT}", ["ODDITEM1", "ODDITEM2", "PICKTRSH"]),  # "&" in the name, as typed
+    ("?collection=Theory%20%26%20Methods", ["ODDITEM1", "ODDITEM2", "PICKTRSH"]),  # percent-encoded
+    (f"?collection={ODD_PARENT}/{ODD_CHILD}", ["ODDITEM2"]),  # the full path
+    (f"?collection={ODD_CHILD.upper()}", ["ODDITEM2"]),  # a unique bare name, any case
+    ("?collection=sherlock films", ["6MCAN2NC", "SFILM001"]),  # a bare subcollection name, in every reader now
+])
+def test_every_reader_selects_collections_the_same_way(odd_everywhere, query, expected):
+    assert _ids_everywhere(query) == [expected] * 3
+
+
+def test_every_reader_reads_litrank_picks_from_the_trash_and_only_those(odd_everywhere):
+    from recommender.feedback import is_trashed
+
+    for loader, uri in ((zotero_web.load, "zotero:user/475425"), (zotero_web.load, "zotero:local-api"),
+                        (zotero_sqlite.load_uri, "zotero:local")):
+        papers = {p.id: p for p in loader(uri)}
+        assert "TRASH001" not in papers  # the user's own trashed article stays out
+        assert is_trashed(papers["PICKTRSH"]) and not is_trashed(papers["ODDITEM1"])
+    with pytest.raises(connectors_errors.SourceError, match="no collection 'Nowhere & Never'"):
+        zotero_web.load("zotero:user/475425?collection=Nowhere & Never")

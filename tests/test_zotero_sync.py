@@ -338,7 +338,7 @@ def test_a_pick_moved_to_the_trash_stays_gone_counts_as_disliked_and_comes_back_
     # Even with stored feedback ignored, the plan does not create a trashed pick again.
     dry = CliRunner().invoke(main, ["sync", "-l", USER, "--model", "similarity", "--no-feedback", "-n", "5",
                                     "--to", TO, "--dry-run"], catch_exceptions=False)
-    assert f"(in your trash: not re-created)" in dry.stdout and "in the trash (not re-created) 1" in dry.stdout
+    assert "(in your trash: not re-created)" in dry.stdout and "in the trash (not re-created) 1" in dry.stdout
 
     _trash(api, gone["key"], False)  # the user restores it
     result = sync_with_feedback("-n", "5", "--to", TO)
