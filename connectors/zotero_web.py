@@ -204,6 +204,41 @@ class ZoteroLibrary:
         """``text`` without this library's keys and anything shaped like a key parameter."""
         return _redact(text, *self._secrets)
 
+    def check_write_access(self) -> None:
+        """Raise :class:`SourceError` saying what is missing when the Web API key may not write
+        this library (``GET /keys/current``). Asked before a sync ranks anything; the local API
+        has its own key flow (``zotero_local_writes``)."""
+        if self.target.local:
+            return
+        if not self._secrets:
+            raise SourceError(f"{self.source}: writing needs a Zotero API key with write access: create one at "
+                              f"{KEYS_PAGE} (tick \"Allow write access\") and set ${API_KEY_ENV}")
+        try:
+            response = self.zot._send("GET", f"{self.zot.endpoint.rstrip('/')}/keys/current")
+        except Exception as exc:  # transport errors: said as for any other request
+            raise SourceError(f"{self.source}: {self._message(exc, None)}") from None
+        if response.status_code != 200:
+            raise SourceError(f"{self.source}: {self._message(RuntimeError('keys/current'), response.status_code)}")
+        try:
+            info = response.json()
+        except ValueError:
+            raise SourceError(f"{self.source}: the Zotero API sent a key description litrank cannot read") from None
+        access = info.get("access") or {}
+        if self.target.library_type == "user":
+            if int(info.get("userID") or -1) != self.target.library_id:
+                raise SourceError(f"{self.source}: the API key belongs to user {info.get('userID')}, not to user "
+                                  f"{self.target.library_id}; use that user's key (see {KEYS_PAGE})")
+            allowed, what = (access.get("user") or {}).get("write"), "your library"
+        else:
+            groups = access.get("groups") or {}
+            allowed = (groups.get(str(self.target.library_id)) or groups.get("all") or {}).get("write")
+            what = f"group {self.target.library_id}"
+        if not allowed:
+            raise SourceError(f"{self.source}: the API key may read but not write {what}; litrank sync needs write "
+                              f"access: edit the key at {KEYS_PAGE} (\"Allow write access\""
+                              + ("" if what == "your library" else ", and write access to this group")
+                              + f") or create a new one and set ${API_KEY_ENV}")
+
     # -- reading ---------------------------------------------------------------------------
     def collections(self) -> list[dict[str, Any]]:
         """The ``data`` of every collection of the library."""

@@ -101,6 +101,9 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
                 if not dry_run:
                     raise
                 click.echo(f"Note: {exc}", err=True)
+        elif not dry_run:
+            # Before anything is ranked: a read-only key would fail only at the first write.
+            zotero_library.check_write_access()
         writer = ZoteroWriter(zotero_library, access=access)
         with stage("Reading the library..."):
             everything = connectors.load_many(library_sources, None)

@@ -347,3 +347,24 @@ def test_a_pick_moved_to_the_trash_stays_gone_counts_as_disliked_and_comes_back_
     titles = [o["data"]["title"] for o in library(api).items.values()]
     assert titles.count(gone["title"]) == 1  # ours again: found, never duplicated
     assert "in your Zotero trash" not in result.stderr
+
+
+def test_a_key_without_write_access_is_refused_before_anything_is_ranked(api):
+    api.key_writes = False
+    result = run("--to", TO, "-n", "3")
+    assert result.exit_code == 2
+    assert "the API key may read but not write your library; litrank sync needs write access" in result.stderr
+    assert "Allow write access" in result.stderr and KEY not in result.stderr
+    assert "Ranked" not in result.stderr and not api.calls(r"/users/\d+/items(/top)?")  # nothing read or ranked
+    assert ours(api) == [] and not [r for r in api.requests if r.method != "GET"]
+    dry = run("--to", TO, "-n", "3", "--dry-run")  # a dry run writes nothing: it needs no write access
+    assert dry.exit_code == 0 and "create 3" in dry.stdout
+
+
+def test_a_key_of_another_user_is_named(api, monkeypatch):
+    other = api.add_library(Library("users", 999, "someone else"))
+    assert other.id == 999
+    result = CliRunner().invoke(main, ["sync", "-l", "zotero:user/999", "--model", "similarity", "--no-feedback",
+                                       "--to", TO], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert f"the API key belongs to user {USER_ID}, not to user 999" in result.stderr

@@ -27,8 +27,11 @@ With ``FakeZoteroAPI(writes=True)`` (otherwise writes answer 501): the WRITE sid
 tests/zotero_server_writes.py (POST/PATCH/PUT items and collections, templates). Zotero 10's
 local API, which takes writes, is tests/zotero_desktop.py.
 
+GET /keys/current (Web API only) answers the key's access as documented, ``write`` from
+:attr:`key_writes`; with ``key_writes = False`` every write -> 403 "Write access denied" (as the
+Web API answers a read-only key).
 Not implemented: DELETE, searching (q, tag), format=keys/versions/atom/bib/bibtex, include=,
-/keys, /groups, /searches, /tags, files.
+/keys/<key>, /groups, /searches, /tags, files.
 """
 from __future__ import annotations
 
@@ -178,6 +181,7 @@ class FakeZoteroAPI(WriteSide):
         self.faults: list[Fault] = []
         self.requests: list[RecordedRequest] = []
         self.fail_second_half = 0  # item POSTs whose second half of objects fail (code 500)
+        self.key_writes = True  # whether the API key may write (GET /keys/current says; writes get 403)
         self._key_counter = 0
         self.server.clear_log()
 
@@ -247,6 +251,10 @@ class FakeZoteroAPI(WriteSide):
             return self._text(200, "Nothing to see here.")
         if request.method == "GET" and path.rstrip("/") in ("/items/new", "/itemTypeFields", "/itemTypeCreatorTypes"):
             return self._template(path.rstrip("/"), params)
+        if not self.local and request.method == "GET" and path == "/keys/current":
+            return self._key_info(request, params)
+        if not self.local and request.method != "GET" and not self.key_writes and match:
+            return self._text(403, "Write access denied")
         if request.method != "GET" and not self.writes:
             return self._text(501, f"{request.method} is not implemented by the fake Zotero API (reads only; "
                                    "pass writes=True)")
@@ -289,6 +297,18 @@ class FakeZoteroAPI(WriteSide):
         if not key and not (library and library.public):
             return self._text(403, "Forbidden")
         return None
+
+    def _key_info(self, request: Request, params: dict[str, str]) -> Response:
+        """``GET /keys/current``, as the Web API documents it: the key (from its header) and its
+        access, ``{"user": {"library", "files", "notes", "write"}, "groups": {"all": {...}}}``."""
+        denied = self._denied(request, params, None)
+        if denied:
+            return denied
+        users = [lib.id for (kind, _), lib in self.libraries.items() if kind == "users"]
+        body = {"key": self.api_key, "userID": users[0] if users else 0, "username": "fake-user",
+                "access": {"user": {"library": True, "files": True, "notes": True, "write": self.key_writes},
+                           "groups": {"all": {"library": True, "write": self.key_writes}}}}
+        return Response(json.dumps(body), status=200, headers=self._common(), content_type="application/json")
 
     # -- handlers ----------------------------------------------------------------------------
     def _items(self, request: Request, library: Library, below: str, params: dict[str, str],
