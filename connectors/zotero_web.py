@@ -51,9 +51,10 @@ KEYS_PAGE = "https://www.zotero.org/settings/keys"
 LOCAL_API_HINT = ("start Zotero 7 and enable 'Allow other applications on this computer to communicate "
                   "with Zotero' (Settings → Advanced)")
 PAGE_SIZE = 100  # the API's largest ``limit``
-MAX_ATTEMPTS = 4  # per request, for 429 and 5xx responses
+MAX_ATTEMPTS = 4  # per request, for 409, 429 and 5xx responses
 MAX_WAIT = 120.0  # seconds; a longer Backoff / Retry-After fails the load
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# 409 is "the target library is locked" (another write or a sync holds it): it passes, like 429/503.
+RETRY_STATUSES = frozenset({409, 429, 500, 502, 503, 504})
 _TRANSPORT_MODULES = ("httpx2", "httpx", "httpcore2", "httpcore", "requests", "urllib3")  # pyzotero's HTTP stacks
 _URI_RE = re.compile(r"zotero:(?:(user|group)/(\d+)|(local-api))\Z")
 _KEY_RE = re.compile(r"[!-~]+\Z")  # printable ASCII, no spaces: anything else could not be sent in a header
@@ -380,6 +381,9 @@ class ZoteroLibrary:
                     "changed, e.g. another profile was opened); run again")
         if status == 429:
             return "the Zotero API is still rate-limiting requests (HTTP 429); try again later"
+        if status == 409:
+            return (f"the library stayed locked (HTTP 409) through {MAX_ATTEMPTS} attempts: another client is "
+                    "writing or syncing it; try again in a minute")
         if status >= 500:
             return f"the Zotero API is unavailable (HTTP {status}) after {MAX_ATTEMPTS} attempts; try again later"
         return f"the Zotero API rejected the request (HTTP {status})"

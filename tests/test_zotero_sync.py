@@ -368,3 +368,18 @@ def test_a_key_of_another_user_is_named(api, monkeypatch):
                                        "--to", TO], catch_exceptions=False)
     assert result.exit_code == 2
     assert f"the API key belongs to user {USER_ID}, not to user 999" in result.stderr
+
+
+def test_a_locked_library_409_is_waited_out_like_a_503(api, sleeps):
+    api.inject(409, method="POST", path="/items", times=2, body="Library is locked")
+    result = run("--to", TO, "-n", 4)
+    assert result.exit_code == 0, result.stderr
+    assert "created 4" in result.stderr and len(ours(api)) == 4  # the same write token: nothing twice
+    assert len(sleeps) >= 2
+
+
+def test_a_library_locked_for_good_says_so(api, sleeps):
+    api.inject(409, method="POST", path="/items", times=10, body="Library is locked")
+    result = run("--to", TO, "-n", 4)
+    assert result.exit_code == 2
+    assert "the library stayed locked (HTTP 409) through 4 attempts" in result.stderr and ours(api) == []
