@@ -30,9 +30,9 @@ _YEAR_RE = re.compile(r"(?<!\d)(1[5-9]\d\d|20\d\d|21\d\d)(?!\d)")
 _EXTRA_DOI_RE = re.compile(r"^DOI:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
 
 
-# In a Zotero URI's query only "&collection=" starts another parameter: an "&" inside a
+# In a Zotero URI's query only "&collection=" or "&library=" starts another parameter: an "&" inside a
 # collection name ("Theory & Methods") belongs to the name.
-_NEXT_PARAMETER = re.compile(r"&(?=collection=)")
+_NEXT_PARAMETER = re.compile(r"&(?=(?:collection|library)=)")
 Key = TypeVar("Key", bound=Hashable)
 
 

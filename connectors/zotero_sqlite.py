@@ -65,12 +65,16 @@ def load_uri(uri: str) -> list[Paper]:
     target, _, query = uri.partition("?")
     if target != "zotero:local":
         raise SourceError(f"{uri}: not a local Zotero source (use zotero:local[?collection=Reading/ML])")
-    collection = None
+    collection = library = None
     for name, value in query_parameters(query):
-        if name != "collection" or not value.strip("/ "):
-            raise SourceError(f"{uri}: unknown or empty parameter {name!r}; the only one is collection=<path or name>")
-        collection = value
-    return load(find_database(), collection, source=uri)
+        if name not in ("collection", "library") or not value.strip("/ "):
+            raise SourceError(f"{uri}: unknown or empty parameter {name!r}; the options are collection=<path or "
+                              "name> and library=group:<name or id>")
+        if name == "collection":
+            collection = value
+        else:
+            library = value.strip()
+    return load(find_database(), collection, source=uri, library=library)
 
 
 def find_database() -> Path:
@@ -184,8 +188,10 @@ def _open(path: Path) -> Iterator[sqlite3.Connection]:
 # ---------------------------------------------------------------------------------------- reading
 
 
-def load(path: str | Path, collection: str | None = None, *, source: str | None = None) -> list[Paper]:
-    """The papers of the user library in the Zotero database ``path``.
+def load(path: str | Path, collection: str | None = None, *, source: str | None = None,
+         library: str | None = None) -> list[Paper]:
+    """The papers of a library in the Zotero database ``path``: the user's own, or with
+    ``library="group:<name or id>"`` a group library the database holds.
 
     ``collection`` limits them to a collection, named by its path from the library root
     ("Reading/ML") or by its name when that is unique, and its subcollections.
@@ -197,7 +203,7 @@ def load(path: str | Path, collection: str | None = None, *, source: str | None 
         with _open(path) as connection:
             version = _schema_version(connection, path)
             try:
-                return _read(connection, path, collection, source or str(path))
+                return _read(connection, path, collection, source or str(path), library)
             except sqlite3.DatabaseError as error:
                 newer = f", newer than the {KNOWN_SCHEMA} litrank knows" if version > KNOWN_SCHEMA else ""
                 raise SourceError(f"{path}: cannot read this Zotero database "
@@ -232,14 +238,34 @@ def _iso(value: str) -> str:
     return f"{match.group(1)}T{match.group(2)}Z" if match else str(value or "")
 
 
-def _read(connection: sqlite3.Connection, path: Path, collection: str | None, source: str) -> list[Paper]:
+def _library_id(connection: sqlite3.Connection, path: Path, library: str | None) -> int:
+    """The libraryID of the user library, or of the group ``group:<name or id>`` names."""
+    if library is None or library.lower() == "user":
+        row = connection.execute("SELECT libraryID FROM libraries WHERE type='user' ORDER BY libraryID").fetchone()
+        if row is None:
+            raise SourceError(f"{path}: this Zotero database has no user library")
+        return row[0]
+    kind, _, wanted = library.partition(":")
+    groups = connection.execute("SELECT groupID, libraryID, name FROM groups ORDER BY name").fetchall()
+    listed = "; ".join(f"{name} ({group_id})" for group_id, _, name in groups) or "none"
+    if kind.lower() != "group" or not wanted.strip():
+        raise SourceError(f"{path}: library={library!r}: use library=group:<name or id> (its groups: {listed})")
+    wanted = wanted.strip()
+    matches = ([row for row in groups if str(row[0]) == wanted] or [row for row in groups if row[2] == wanted]
+               or [row for row in groups if row[2].casefold() == wanted.casefold()])
+    if len(matches) > 1:
+        raise SourceError(f"{path}: several groups are named {wanted!r}; give its id ({listed})")
+    if not matches:
+        raise SourceError(f"{path}: no group {wanted!r} in this Zotero database (its groups: {listed})")
+    return matches[0][1]
+
+
+def _read(connection: sqlite3.Connection, path: Path, collection: str | None, source: str,
+          library: str | None = None) -> list[Paper]:
     tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     combined = {name: f"{name}Combined" if f"{name}Combined" in tables else name
                 for name in ("itemTypes", "fields", "baseFieldMappings")}
-    library = connection.execute("SELECT libraryID FROM libraries WHERE type='user' ORDER BY libraryID").fetchone()
-    if library is None:
-        raise SourceError(f"{path}: this Zotero database has no user library")
-    library_id = library[0]
+    library_id = _library_id(connection, path, library)
 
     skipped = ", ".join("?" * len(NON_PAPER_TYPES))
     items = connection.execute(

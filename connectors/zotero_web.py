@@ -56,7 +56,7 @@ MAX_WAIT = 120.0  # seconds; a longer Backoff / Retry-After fails the load
 # 409 is "the target library is locked" (another write or a sync holds it): it passes, like 429/503.
 RETRY_STATUSES = frozenset({409, 429, 500, 502, 503, 504})
 _TRANSPORT_MODULES = ("httpx2", "httpx", "httpcore2", "httpcore", "requests", "urllib3")  # pyzotero's HTTP stacks
-_URI_RE = re.compile(r"zotero:(?:(user|group)/(\d+)|(local-api))\Z")
+_URI_RE = re.compile(r"zotero:(?:(user|group)/(\d+)|(local-api)(?:/groups/(\d+))?)\Z")
 _KEY_RE = re.compile(r"[!-~]+\Z")  # printable ASCII, no spaces: anything else could not be sent in a header
 _SECRET_RES = (re.compile(r"(?i)(bearer\s+)\S+"), re.compile(r"(?i)(zotero-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',&]+"),
                re.compile(r"(?i)([?&]key=)[^&\s]+"), re.compile(r"(?i)(/keys/)[^/?\s]+"))
@@ -79,7 +79,7 @@ def parse_uri(uri: str) -> Target:
     match = _URI_RE.match(target)
     if not match:
         raise SourceError(f"{target}: not a Zotero API source; use zotero:user/<id>, zotero:group/<id> or "
-                          "zotero:local-api, optionally followed by ?collection=Path/To")
+                          "zotero:local-api (zotero:local-api/groups/<id>), optionally followed by ?collection=Path/To")
     collection = None
     for name, value in query_parameters(query):
         collection = value.strip().strip("/").strip()
@@ -87,6 +87,8 @@ def parse_uri(uri: str) -> Target:
             raise SourceError(f"{target}: unsupported query in the Zotero URI; the only option is ?collection=Path/To")
     source = target + (f"?collection={collection}" if collection else "")
     if match.group(3):
+        if match.group(4):  # a group library through the local API: /api/groups/<id>
+            return Target("group", int(match.group(4)), True, collection, source)
         return Target("user", 0, True, collection, source)
     return Target(match.group(1), int(match.group(2)), False, collection, source)
 

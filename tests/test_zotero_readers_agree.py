@@ -181,3 +181,17 @@ def test_every_reader_reads_litrank_picks_from_the_trash_and_only_those(odd_ever
         assert is_trashed(papers["PICKTRSH"]) and not is_trashed(papers["ODDITEM1"])
     with pytest.raises(connectors_errors.SourceError, match="no collection 'Nowhere & Never'"):
         zotero_web.load("zotero:user/475425?collection=Nowhere & Never")
+
+
+def test_the_local_api_reads_a_group_library(tmp_path, monkeypatch):
+    """Zotero's local API serves group libraries at /api/groups/<id> (reads need no key)."""
+    monkeypatch.setenv(zotero_web.CONFIG_DIR_ENV, str(tmp_path / "config"))
+    with FakeZoteroAPI(local=True, max_limit=7) as local:
+        local.add_library(sample_library("users", 475425))
+        local.add_library(sample_library("groups", 4711))
+        monkeypatch.setenv(zotero_web.LOCAL_API_ENV, local.url)
+        group = zotero_web.load("zotero:local-api/groups/4711")
+        assert len(group) == 21 and all(p.source == "zotero:local-api/groups/4711" for p in group)
+        assert local.calls(r"/groups/4711/items/top") and not local.calls(r"/users/0/items/top")
+        films = zotero_web.load("zotero:local-api/groups/4711?collection=sherlock films")
+        assert {p.id for p in films} == {"6MCAN2NC", "SFILM001"}

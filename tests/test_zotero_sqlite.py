@@ -388,3 +388,16 @@ def test_trashed_picks_of_litrank_are_read_marked_and_judged_disliked(library):
     assert zf.TRASHED not in papers  # the user's own trashed item is still left out
     assert is_trashed(papers["PICK0001"]) and not is_trashed(papers["PICK0002"])
     assert [(p.id, j) for p, j in zotero_judgements(papers.values())] == [("PICK0001", DISLIKED)]
+
+
+def test_a_group_library_of_the_database_by_name_or_id(library, monkeypatch):
+    monkeypatch.setenv(zotero_sqlite.DATA_DIR_ENV, str(library.parent))
+    for uri in ("zotero:local?library=group:Lab", "zotero:local?library=group:4711", "zotero:local?library=group:lab"):
+        assert [p.id for p in zotero_sqlite.load_uri(uri)] == [zf.GROUP_ITEM]
+    assert zf.GROUP_ITEM not in {p.id for p in zotero_sqlite.load_uri("zotero:local")}
+    with pytest.raises(SourceError, match=r"no group 'Nope' in this Zotero database \(its groups: Lab \(4711\)\)"):
+        zotero_sqlite.load_uri("zotero:local?library=group:Nope")
+    with pytest.raises(SourceError, match=r"use library=group:<name or id>"):
+        zotero_sqlite.load_uri("zotero:local?library=Lab")
+    with pytest.raises(SourceError, match="no collection 'Reading' in this library"):  # the group's own collections
+        zotero_sqlite.load_uri("zotero:local?library=group:Lab&collection=Reading")
