@@ -18,11 +18,14 @@ the only one that touches bibtexparser's internals, add what it lacks):
 * Text fields are converted from LaTeX to Unicode (:mod:`connectors.latex`); URL-like fields
   are kept verbatim. ``Paper.fields`` holds every field not mapped to an attribute.
 
-Writing (:func:`dumps`), citation keys: a paper read from a BibTeX file (``entry_type`` set
-and ``source`` ending in ``.bib``/``.bibtex``, optionally ``.gz``) keeps its id as key when
-it is a valid key, since documents already cite it. Any other paper gets
+Writing (:func:`dumps`), citation keys: a paper keeps the key it is already known under, since
+documents already cite it: its key in the BibTeX file it came from (``entry_type`` set and
+``source`` ending in ``.bib``/``.bibtex``, optionally ``.gz``), or a Zotero item's Better BibTeX
+key (``citationKey``, or ``Citation Key:`` in Extra). Any other paper gets, by default,
 ``<first author surname><year><first significant title word>``, ASCII lower case, e.g.
-``shi2026poebridge`` (the venue's first word, else ``anon``, when there is no author).
+``shi2026poebridge`` (the venue's first word, else ``anon``, when there is no author), or the
+library's own style (:func:`detect_key_style`: ``Shi_2026``, ``Shi2026``, ``shi:2026``,
+``Shi2026Poebridge``) when the CLI passes it.
 Keys are unique case-insensitively: in output order, kept ids are reserved first, then a key
 already taken gets ``a``, ``b``, ... appended. Keys depend only on the papers and their order,
 so the same papers give the same keys on every run. Titles are protected by a second pair of
@@ -77,6 +80,16 @@ DERIVED_TITLE_NOTE = "Title derived from the abstract by litrank"
 
 _YEAR_RE = re.compile(r"(?<!\d)(\d{4})(?!\d)")
 _VALID_KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_:.\-/+]*")
+_EXTRA_CITATION_KEY_RE = re.compile(r"^\s*Citation Key:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+# Key styles litrank can write, each with the pattern that recognises it in a library's keys.
+KEY_STYLES = {
+    "authoryearword": re.compile(r"[a-z]+\d{4}[a-z]+[a-z0-9]*"),  # shi2026poebridge (Google Scholar, BBT's default)
+    "Author_Year": re.compile(r"[A-Z][A-Za-z]+_\d{4}[a-z]?"),  # Shi_2026
+    "AuthorYear": re.compile(r"[A-Z][A-Za-z]+\d{4}[a-z]?"),  # Shi2026
+    "author:year": re.compile(r"[a-z]+:\d{4}[a-z]?"),  # shi:2026
+    "AuthorYearWord": re.compile(r"[A-Z][A-Za-z]+\d{4}[A-Z][A-Za-z0-9]*"),  # Shi2026Poebridge
+}
+DEFAULT_KEY_STYLE = "authoryearword"
 _JOURNAL_RE = re.compile(
     r"\b(journal|transactions|trans\.|letters|reviews?|magazine|bulletin|annals|quarterly|"
     r"communications of|nature|science|plos|jmlr|tmlr|machine learning research|corr|acta)\b", re.I)
@@ -203,7 +216,7 @@ def _ascii_word(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", strip_accents(text).lower())
 
 
-def _base_key(paper: Paper) -> str:
+def _base_key(paper: Paper, style: str = DEFAULT_KEY_STYLE) -> str:
     who = ""
     if paper.authors:
         first = paper.authors[0]
@@ -211,12 +224,47 @@ def _base_key(paper: Paper) -> str:
     if not who:
         who = next((w for w in map(_ascii_word, paper.venue.split()) if w), "") or "anon"
     word = next((w for w in map(_ascii_word, paper.title.split()) if w and w not in _STOP_WORDS), "")
-    return f"{who}{paper.year or ''}{word}"
+    year = str(paper.year or "")
+    if style == "Author_Year":
+        return f"{who.capitalize()}_{year}" if year else who.capitalize()
+    if style == "AuthorYear":
+        return f"{who.capitalize()}{year}"
+    if style == "author:year":
+        return f"{who}:{year}" if year else who
+    if style == "AuthorYearWord":
+        return f"{who.capitalize()}{year}{word.capitalize()}"
+    return f"{who}{year}{word}"
+
+
+
+
+def existing_key(paper: Paper) -> str | None:
+    """The citation key a paper is already known under: its key in the BibTeX file it came from,
+    or the Zotero item's Better BibTeX / Zotero 7 key (``citationKey``, or ``Citation Key:`` in
+    Extra). None when it has none (a conference list's paper, say)."""
+    if paper.entry_type and paper.source.lower().endswith((".bib", ".bibtex", ".bib.gz", ".bibtex.gz")):
+        return paper.id if _VALID_KEY_RE.fullmatch(paper.id) else None
+    for candidate in (paper.fields.get("citationKey", ""),
+                      *_EXTRA_CITATION_KEY_RE.findall(paper.fields.get("extra", ""))):
+        if _VALID_KEY_RE.fullmatch(candidate.strip()):
+            return candidate.strip()
+    return None
+
+
+def detect_key_style(papers: Sequence[Paper]) -> str:
+    """The key style most of a library's own keys follow (at least half of them), else the default."""
+    counts = dict.fromkeys(KEY_STYLES, 0)
+    keys = [key for paper in papers if (key := existing_key(paper))]
+    for key in keys:
+        style = next((name for name, pattern in KEY_STYLES.items() if pattern.fullmatch(key)), None)
+        if style:
+            counts[style] += 1
+    best = max(counts, key=counts.get)
+    return best if keys and counts[best] * 2 >= len(keys) else DEFAULT_KEY_STYLE
 
 
 def _keeps_id(paper: Paper) -> bool:
-    return bool(paper.entry_type) and paper.source.lower().endswith(
-        (".bib", ".bibtex", ".bib.gz", ".bibtex.gz")) and bool(_VALID_KEY_RE.fullmatch(paper.id))
+    return existing_key(paper) is not None
 
 
 def _suffixes():
@@ -230,17 +278,19 @@ def _suffixes():
         yield label
 
 
-def citation_keys(papers: Sequence[Paper]) -> list[str]:
-    """The key each paper is written under by :func:`dumps` (see the module docstring)."""
+def citation_keys(papers: Sequence[Paper], key_style: str = DEFAULT_KEY_STYLE) -> list[str]:
+    """The key each paper is written under by :func:`dumps` (see the module docstring): its
+    existing key (:func:`existing_key`), else one built in ``key_style`` (see :data:`KEY_STYLES`)."""
     keys: list[str | None] = [None] * len(papers)
     used: set[str] = set()
     for i, paper in enumerate(papers):
-        if _keeps_id(paper) and paper.id.casefold() not in used:
-            keys[i] = paper.id
-            used.add(paper.id.casefold())
+        known = existing_key(paper)
+        if known and known.casefold() not in used:
+            keys[i] = known
+            used.add(known.casefold())
     for i, paper in enumerate(papers):
         if keys[i] is None:
-            base = paper.id if _keeps_id(paper) else _base_key(paper)
+            base = existing_key(paper) or _base_key(paper, key_style)
             key, suffixes = base, _suffixes()
             while key.casefold() in used:
                 key = base + next(suffixes)
@@ -336,14 +386,15 @@ def _format(paper: Paper, key: str, crossref: str | None) -> str:
     return f"@{entry_type}{{{key},\n{body}}}"
 
 
-def dumps(papers: Sequence[Paper]) -> str:
+def dumps(papers: Sequence[Paper], key_style: str = DEFAULT_KEY_STYLE) -> str:
     """BibTeX text for ``papers``: one entry each, in order, blank-line separated.
 
-    Keys follow :func:`citation_keys`. A ``crossref`` is kept only when its target is written
+    Keys follow :func:`citation_keys` (``key_style`` for papers without a key of their own;
+    :func:`detect_key_style` finds a library's). A ``crossref`` is kept only when its target is written
     later in the same output (BibTeX requires that order); inherited fields are inlined anyway.
     """
     papers = list(papers)
-    keys = citation_keys(papers)
+    keys = citation_keys(papers, key_style)
     position = {}
     for i, paper in enumerate(papers):
         position.setdefault(paper.id.casefold(), i)

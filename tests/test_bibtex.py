@@ -1,6 +1,7 @@
 """connectors.bibtex: reading hard BibTeX, recovering from broken entries, writing it back."""
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import logging
 import re
@@ -469,3 +470,51 @@ def test_pieces_decode_as_the_whole_file_does(tmp_path, encoding, monkeypatch):
     path.write_bytes(text.encode(encoding))
     monkeypatch.setattr(_io, "READ_BYTES", 7)  # cuts multi-byte characters in two
     assert "".join(_io.iter_text(path, 7)) == _io.read_text(path) == text
+
+
+# --- citation keys: the ones a paper already has, and the library's own style -------------------
+
+def _zotero_paper(**fields) -> Paper:
+    return Paper(id="ABCD1234", title="Deep Residual Learning for Image Recognition", authors=["Kaiming He"],
+                 year=2016, source="zotero:user/1", entry_type="conferencePaper", fields=fields)
+
+
+def test_a_better_bibtex_or_zotero_citation_key_is_kept():
+    assert bibtex.existing_key(_zotero_paper(citationKey="he2016deep")) == "he2016deep"
+    assert bibtex.existing_key(_zotero_paper(extra="tex.note: x\nCitation Key: He_2016_ResNet\n")) == "He_2016_ResNet"
+    assert bibtex.existing_key(_zotero_paper()) is None
+    text = bibtex.dumps([_zotero_paper(extra="Citation Key: He_2016_ResNet"), _zotero_paper()])
+    assert [e["ID"] for e in bibtexparser.loads(text).entries] == ["He_2016_ResNet", "he2016deep"]
+
+
+@pytest.mark.parametrize("keys, style, built", [
+    (["Ho_2020", "Song_2021", "Sohl-Dickstein_2015", "ho2020denoising"], "Author_Year", "He_2016"),
+    (["Ho2020", "Song2021a", "Kingma2014"], "AuthorYear", "He2016"),
+    (["ho:2020", "song:2021"], "author:year", "he:2016"),
+    (["Ho2020Denoising", "Song2021Score"], "AuthorYearWord", "He2016Deep"),
+    (["ho2020denoising", "song2021score", "Weird-Key"], "authoryearword", "he2016deep"),
+    ([], "authoryearword", "he2016deep"),
+])
+def test_new_keys_follow_the_library_style(keys, style, built):
+    library = [Paper(id=key, title=f"Paper {key}", source="refs.bib", entry_type="article") for key in keys]
+    assert bibtex.detect_key_style(library) == style
+    paper = Paper(id="icml2026-1", title="Deep Residual Learning", authors=["Kaiming He"], year=2016)
+    assert bibtex.citation_keys([paper], style) == [built]
+
+
+def test_rank_writes_picks_with_the_library_key_style(tmp_path):
+    from click.testing import CliRunner
+
+    from recommender.cli import main
+
+    source = bibtex.load(Path(__file__).resolve().parents[1] / "examples" / "diffusion-library.bib")
+    restyled = [dataclasses.replace(p, id=f"{(p.authors[0].split()[-1] if p.authors else 'Anon').capitalize()}_{p.year}"
+                                    f"{'abcdefghijklmnopqrstuvwxyz'[i % 26]}") for i, p in enumerate(source)]
+    library = tmp_path / "styled.bib"
+    bibtex.dump(restyled, library)
+    out = tmp_path / "picks.bib"
+    result = CliRunner().invoke(main, ["rank", "-l", str(library), "-n", "5", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Citation keys follow your library's style (Author_Year)." in result.stderr
+    keys = [e["ID"] for e in bibtexparser.loads(out.read_text(encoding="utf-8")).entries]
+    assert len(keys) == 5 and all(re.fullmatch(r"[A-Z][A-Za-z]+_\d{4}[a-z]?", key) for key in keys), keys
