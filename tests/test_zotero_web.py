@@ -393,3 +393,18 @@ def test_fake_server_speaks_api_v3(web):
     with pytest.raises(urllib.error.HTTPError) as error:
         urllib.request.urlopen(request)
     assert error.value.code == 501
+
+
+def test_a_collection_deleted_while_reading_is_a_clear_error_on_both_apis(tmp_path, monkeypatch):
+    """The Web API answers 404 for a collection it does not know, Zotero's local API 400."""
+    from tests.zotero_server import FakeZoteroAPI, sample_library
+
+    monkeypatch.setenv(zotero_web.CONFIG_DIR_ENV, str(tmp_path / "config"))
+    for local in (False, True):
+        with FakeZoteroAPI(api_key=None if local else KEY, local=local) as fake:
+            fake.add_library(sample_library("users", 475425, public=True))
+            monkeypatch.setenv(zotero_web.LOCAL_API_ENV if local else zotero_web.API_URL_ENV, fake.url)
+            library = zotero_web.client_for("zotero:local-api" if local else "zotero:user/475425")
+            with pytest.raises(SourceError) as error:
+                library.top_items("GONE1234")
+            assert ("HTTP 400" if local else "HTTP 404") in str(error.value)

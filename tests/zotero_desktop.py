@@ -7,7 +7,10 @@ Implemented, Zotero 7-9 (``version < 10``, the read-only local API)
     response; any method other than GET/HEAD -> 400 text/plain "Endpoint does not support
     method\\n" (what Zotero's server sends); /api/local/authorize does not exist -> 404.
 Implemented, Zotero 10 (``version >= 10``)
-    Every response under /api, errors included, has ``Zotero-Server-ID: <server_id>``;
+    Every response under /api has ``Zotero-Server-ID: <server_id>`` but the errors raised before
+    an endpoint handler runs (404 for a path that is no endpoint, 400 unsupported method, 412/428
+    server-ID checks, 401 key checks),
+    which Zotero sends without it (its endpoint handlers set the header);
     ``GET /api/`` answers 200 (pyzotero fetches the ID there); the bare ``/api`` -> 404.
     A request (read or write) with a different ``Zotero-Server-ID`` -> 412 "Zotero-Server-ID
     does not match". A write (POST/PUT/PATCH/DELETE under /api/users/0/...) without the header
@@ -93,24 +96,39 @@ class FakeZoteroDesktop(FakeZoteroAPI):
 
     # -- dispatch ------------------------------------------------------------------------------
     def _serve(self, request: Request, path: str, params: dict[str, str], match: re.Match | None) -> Response:
+        response = self._serve_endpoint(request, path, params, match)
+        if self._early_error:
+            # Zotero sets the header in the endpoint handlers: an error raised before one runs
+            # (routing, the server-ID and key checks, 401s) goes out without it.
+            response.headers.pop("Zotero-Server-ID", None)
+        return response
+
+    def _early(self, response: Response) -> Response:
+        self._early_error = True
+        return response
+
+    def _serve_endpoint(self, request: Request, path: str, params: dict[str, str],
+                        match: re.Match | None) -> Response:
+        self._early_error = False
         method, endpoint = request.method, path.rstrip("/")
         authorize = endpoint == "/local/authorize"
         if request.path == "/api" or (authorize and self.version < 10):
-            return self._text(404, "Not Found")
+            return self._early(self._text(404, "Not Found"))
         if self.version < 10:
             if method not in ("GET", "HEAD"):
                 return self._text(400, _UNSUPPORTED)
             return self._text(404, "Not Found") if endpoint == "/items/new" else super()._serve(
                 request, path, params, match)
         if (authorize and method != "POST") or (method in _WRITES and not match and not authorize):
-            return self._text(400, _UNSUPPORTED)
+            return self._early(self._text(400, _UNSUPPORTED))
         if not self.local_enabled:
             return super()._serve(request, path, params, match)  # 403
         sent_id = request.headers.get("Zotero-Server-ID")
         if sent_id is not None and sent_id != self.server_id:
-            return self._text(412, f"Zotero-Server-ID does not match (expected {self.server_id}, got {sent_id})")
+            return self._early(self._text(412, f"Zotero-Server-ID does not match (expected {self.server_id}, "
+                                               f"got {sent_id})"))
         if method in _WRITES and sent_id is None:
-            return self._text(428, "Zotero-Server-ID not provided")
+            return self._early(self._text(428, "Zotero-Server-ID not provided"))
         if authorize:
             return self._authorize(request)
         if endpoint == "/items/new":
@@ -118,7 +136,7 @@ class FakeZoteroDesktop(FakeZoteroAPI):
         if method in _WRITES:
             refused = self._check_key(request, params)
             if refused:
-                return refused
+                return self._early(refused)
         return super()._serve(request, path, params, match)
 
     def _denied(self, request: Request, params: dict[str, str], library: Library | None) -> Response | None:

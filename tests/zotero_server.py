@@ -27,6 +27,7 @@ With ``FakeZoteroAPI(writes=True)`` (otherwise writes answer 501): the WRITE sid
 tests/zotero_server_writes.py (POST/PATCH/PUT items and collections, templates). Zotero 10's
 local API, which takes writes, is tests/zotero_desktop.py.
 
+An unknown collection key -> 404 on the Web API, 400 on the local API (as Zotero answers).
 GET /keys/current (Web API only) answers the key's access as documented, ``write`` from
 :attr:`key_writes`; with ``key_writes = False`` every write -> 403 "Write access denied" (as the
 Web API answers a read-only key).
@@ -299,6 +300,12 @@ class FakeZoteroAPI(WriteSide):
             return self._text(403, "Forbidden")
         return None
 
+    def _unknown_collection(self, key: str) -> Response:
+        # The Web API answers 404; Zotero's local API answers 400 for a collection it does not know.
+        if self.local:
+            return self._text(400, f"Collection {key} not found")
+        return self._text(404, "Collection not found")
+
     def _key_info(self, request: Request, params: dict[str, str]) -> Response:
         """``GET /keys/current``, as the Web API documents it: the key (from its header) and its
         access, ``{"user": {"library", "files", "notes", "write"}, "groups": {"all": {...}}}``."""
@@ -315,7 +322,7 @@ class FakeZoteroAPI(WriteSide):
     def _items(self, request: Request, library: Library, below: str, params: dict[str, str],
                collection: str | None = None) -> Response:
         if collection and collection not in library.collections:
-            return self._text(404, "Collection not found")
+            return self._unknown_collection(collection)
         trash = below.endswith("/trash")
         objects = [o for o in library.items.values()
                    if (bool(o["data"].get("deleted")) == trash or (params.get("includeTrashed") == "1" and not trash))
@@ -338,7 +345,7 @@ class FakeZoteroAPI(WriteSide):
     def _collections(self, request: Request, library: Library, below: str, params: dict[str, str],
                      collection: str | None = None) -> Response:
         if collection and collection not in library.collections:
-            return self._text(404, "Collection not found")
+            return self._unknown_collection(collection)
         objects = [o for o in library.collections.values() if not o["data"].get("deleted")]
         if collection:
             objects = [o for o in objects if o["data"].get("parentCollection") == collection]
@@ -349,7 +356,7 @@ class FakeZoteroAPI(WriteSide):
     def _collection(self, request: Request, library: Library, below: str, params: dict[str, str],
                     collection: str) -> Response:
         if collection not in library.collections:
-            return self._text(404, "Collection not found")
+            return self._unknown_collection(collection)
         return self._json(library.collections[collection])
 
     # -- responses ---------------------------------------------------------------------------
