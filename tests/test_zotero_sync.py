@@ -383,3 +383,23 @@ def test_a_library_locked_for_good_says_so(api, sleeps):
     result = run("--to", TO, "-n", 4)
     assert result.exit_code == 2
     assert "the library stayed locked (HTTP 409) through 4 attempts" in result.stderr and ours(api) == []
+
+
+def test_the_fake_versions_each_object_and_compares_preconditions_as_the_dataserver(api):
+    import requests
+
+    lib = library(api)
+    before = lib.version
+    url = f"{api.url}/users/{USER_ID}/items"
+    headers = {"Zotero-API-Key": KEY, "Content-Type": "application/json"}
+    objects = [{"itemType": "preprint", "title": f"Versioned {i}", "tags": []} for i in range(3)]
+    answer = requests.post(url, json=objects, headers=headers, timeout=10)
+    versions = [answer.json()["successful"][str(i)]["version"] for i in range(3)]
+    assert versions == [before + 1, before + 2, before + 3]
+    assert answer.headers["Last-Modified-Version"] == str(before + 3)
+    stale = requests.post(url, json=objects[:1], timeout=10,
+                          headers={**headers, "If-Unmodified-Since-Version": str(before)})
+    assert stale.status_code == 412  # the library changed after that version
+    ahead = requests.post(url, json=[{"itemType": "preprint", "title": "Ahead", "tags": []}], timeout=10,
+                          headers={**headers, "If-Unmodified-Since-Version": str(lib.version + 5)})
+    assert ahead.status_code == 200  # not "modified since": the dataserver compares with >

@@ -8,10 +8,11 @@ Implemented: the WRITE side (Web API v3 "write requests")
     (its ``version``, when given, must equal the object's -> else that object fails with 412).
     ``Zotero-Write-Token``: a token already used by a successful request -> 412 (as the docs
     say: "If a request with the same write token has already been processed, 412"); a failed
-    request does not use it up. ``If-Unmodified-Since-Version`` on the request -> 412 unless it
-    equals the library version. The answer is ``{"successful": {"0": {...}}, "success": {"0":
+    request does not use it up. ``If-Unmodified-Since-Version`` on the request -> 412 when the
+    library version is greater (the dataserver compares with ``>``). The answer is ``{"successful": {"0": {...}}, "success": {"0":
     "KEY"}, "unchanged": {}, "failed": {"1": {"key": ..., "code": 400, "message": ...}}}`` with
-    ``Last-Modified-Version``; a request that writes anything bumps the library version once.
+    ``Last-Modified-Version``; each object written gets a version of its own (the library version
+    goes up once per object, as in the dataserver).
     Per object: missing/unknown itemType -> 400, an unknown collection -> 409, unchanged data
     -> "unchanged".
     PATCH/PUT <lib>/items/<key> (and collections/<key>): ``If-Unmodified-Since-Version`` (or
@@ -89,7 +90,8 @@ class WriteSide:
 
     def _precondition(self, request: Request, library: Library) -> Response | None:
         expected = request.headers.get("If-Unmodified-Since-Version")
-        if expected is not None and expected != str(library.version):
+        # The dataserver refuses when the library changed after the given version (library > given).
+        if expected is not None and (not expected.isdigit() or library.version > int(expected)):
             return self._text(412, f"Library has been modified since specified version (expected {expected}, "
                                    f"found {library.version})", {"Last-Modified-Version": str(library.version)})
         return None
@@ -114,7 +116,6 @@ class WriteSide:
         if kind == "items" and self.fail_second_half > 0:
             self.fail_second_half -= 1
         store = library.items if kind == "items" else library.collections
-        new_version = library.version + 1
         result: dict[str, dict] = {"successful": {}, "success": {}, "unchanged": {}, "failed": {}}
         for index, data in enumerate(objects):
             slot = str(index)
@@ -130,11 +131,13 @@ class WriteSide:
                 if merged == current["data"]:
                     result["unchanged"][slot] = key
                     continue
+                new_version = library.version = library.version + 1  # the dataserver: one version per object
                 current["data"] = merged
                 current["version"] = merged["version"] = new_version
                 obj = current
             else:
                 key = key or self._new_key(library)
+                new_version = library.version = library.version + 1
                 data.update(key=key, version=new_version)
                 if kind == "items":
                     data.setdefault("dateAdded", "2026-12-02T12:00:00Z")
@@ -148,8 +151,6 @@ class WriteSide:
                 obj = library.add(kind, {"key": key, "version": new_version, "meta": {}, "data": data})
             result["successful"][slot] = obj
             result["success"][slot] = key
-        if result["successful"]:
-            library.version = new_version
         if token:
             library.write_tokens.add(token)
         return self._json(result, {"Last-Modified-Version": str(library.version)})
