@@ -48,7 +48,8 @@ def _render_plan(plan: Plan, to: str) -> str:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-l", "--library", "library_sources", multiple=True, metavar="SOURCE", required=True,
               help="Your Zotero library, written to: zotero:user/<id>, zotero:group/<id> (Web API) or "
-                   "zotero:local-api (Zotero 10 running; asks you once in Zotero). With other library sources, "
+                   "zotero:local-api or zotero:local-api/groups/<id> (Zotero 10 running; asks you once in Zotero). "
+                   "With other library sources, "
                    "the first Zotero one is written.")
 @click.option("-c", "--collection", "collection_sources", multiple=True, metavar="SOURCE",
               help="The papers to rank, as for `litrank rank`. Default: the bundled ICML 2026 list.")
@@ -83,7 +84,7 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
     from connectors.zotero_writer import WriteError, ZoteroWriter
 
     targets = [s for s in library_sources if s.split("?", 1)[0] in ("zotero:local-api",)
-               or s.startswith(("zotero:user/", "zotero:group/"))]
+               or s.startswith(("zotero:local-api/groups/", "zotero:user/", "zotero:group/"))]
     if not targets:
         if any(s.split("?", 1)[0] == "zotero:local" for s in library_sources):
             fail(LOCAL_DATABASE_MESSAGE)

@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import sqlite3
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -189,7 +190,7 @@ class SentenceEmbedder:
                 db = sqlite3.connect(self.cache_path, timeout=30)
                 self._db = db
                 # WAL: a run reading the cache never waits for another run writing to it.
-                db.execute("PRAGMA journal_mode=WAL")
+                _set_wal(db)
                 with db:
                     db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)"
                                " WITHOUT ROWID")
@@ -263,6 +264,19 @@ class SentenceEmbedder:
                 db.close()
             except sqlite3.Error:
                 pass
+
+
+def _set_wal(db: sqlite3.Connection, attempts: int = 50) -> None:
+    """Switch to WAL. Two runs opening a new cache at once can both ask; the switch needs the
+    file to itself and SQLite answers "locked" without waiting, so the loser asks again."""
+    for attempt in range(attempts):
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
 
 
 def _file_bytes(path: Path) -> int:

@@ -27,7 +27,7 @@ def _embed_in_a_process(model_dir: str, cache_dir: str, texts: list[str], result
     embeddings.embeddings_available = lambda: True  # a worker process of its own: no monkeypatch there
     embedder = _embedder(Path(model_dir), Path(cache_dir))
     vectors = embedder.embed(texts)
-    result.put((texts[0], embedder.n_embedded, embedder.n_cached, vectors.tobytes()))
+    result.put((texts[0], embedder.n_embedded, embedder.n_cached, vectors.tobytes(), embedder._db_failed))
 
 
 @pytest.fixture
@@ -89,7 +89,8 @@ def test_two_concurrent_runs_share_one_cache(model_dir, tmp_path, monkeypatch):
         worker.join(timeout=60)
         assert worker.exitcode == 0
     blocks = {}
-    for first_text, n_embedded, n_cached, blob in answers:
+    for first_text, n_embedded, n_cached, blob, cache_failed in answers:
+        assert not cache_failed, f"the run starting with {first_text!r} could not use the shared cache"
         assert n_embedded + n_cached == 400
         blocks[first_text] = np.frombuffer(blob, dtype=np.float32).reshape(400, 8)
         assert np.allclose(np.linalg.norm(blocks[first_text], axis=1), 1)

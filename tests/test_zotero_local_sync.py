@@ -253,3 +253,18 @@ def test_a_trashed_pick_is_disliked_and_never_created_again_through_the_local_ap
         assert [o["data"]["title"] for o in lib.items.values()].count(gone["title"]) == 1
         assert "1 of litrank's items is in your Zotero trash" in result.stderr
     assert (gone["title"], -1, "zotero-trash") in {(e.title, e.judgement, e.source) for e in FeedbackStore().entries()}
+
+
+def test_sync_into_a_group_library_through_the_local_api(zotero):
+    """Zotero 10's local API writes group libraries at /api/groups/<id> with the same key flow."""
+    group = zotero.add_library(Library("groups", 4711, "Lab"))
+    for index, paper in enumerate(connectors.load(EXAMPLE_LIBRARY)):
+        group.add("items", item_data(paper, index))
+    result = CliRunner().invoke(main, ["sync", "-l", "zotero:local-api/groups/4711", "--model", "similarity",
+                                       "--no-feedback", "--to", TO, "-n", "3"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert "created 3" in result.stderr and "zotero:local-api/groups/4711" in result.stderr
+    ours = [o["data"] for o in group.items.values() if {"tag": "litrank"} in o["data"].get("tags", [])]
+    assert len(ours) == 3
+    assert not [o for o in library(zotero).items.values() if {"tag": "litrank"} in o["data"].get("tags", [])]
+    assert all(r.path.startswith("/groups/4711/") for r in writes(zotero))
