@@ -18,12 +18,14 @@ from recommender.paper import Paper, deduplicate
 
 from . import abstract_list, bibtex, csv_records, json_records
 from ._io import atomic_write_text
+from ._io import user_cache_root as cache_root
 from .errors import SourceError, UnsupportedFormatError
 
 __all__ = [
     "FORMATS",
     "SourceError",
     "UnsupportedFormatError",
+    "cache_root",
     "detect_format",
     "dump",
     "dumps",

@@ -20,6 +20,25 @@ log = logging.getLogger("litrank")
 _FALLBACK_ENCODINGS = ("cp1252", "latin-1")
 
 
+def _unreadable(path: Path, exc: OSError) -> SourceError:
+    """The one-line error for a file that cannot be opened."""
+    if isinstance(exc, FileNotFoundError):
+        return SourceError(f"{path}: no such file")
+    if isinstance(exc, IsADirectoryError):
+        return SourceError(f"{path}: is a directory")
+    return SourceError(f"{path}: cannot read ({exc.strerror or exc})")
+
+
+def user_cache_root() -> Path:
+    """``$LITRANK_CACHE_DIR``, else the user cache directory (platformdirs): every cache's parent."""
+    root = os.environ.get("LITRANK_CACHE_DIR")
+    if not root:
+        import platformdirs
+
+        root = platformdirs.user_cache_dir("litrank")
+    return Path(root).expanduser()
+
+
 def read_text(path: Path, encoding: str | None = None) -> str:
     """Read a (possibly gzip-compressed) text file, tolerating a BOM and legacy encodings.
 
@@ -28,12 +47,8 @@ def read_text(path: Path, encoding: str | None = None) -> str:
     """
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SourceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SourceError(f"{path}: is a directory") from None
     except OSError as exc:
-        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise _unreadable(path, exc) from None
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
@@ -72,12 +87,8 @@ READ_BYTES = 1 << 20
 def _raw_pieces(path: Path, size: int) -> Iterator[bytes]:
     try:
         handle = path.open("rb")
-    except FileNotFoundError:
-        raise SourceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SourceError(f"{path}: is a directory") from None
     except OSError as exc:
-        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise _unreadable(path, exc) from None
     with handle:
         stream = gzip.GzipFile(fileobj=handle, mode="rb") if handle.peek(2)[:2] == b"\x1f\x8b" else handle
         try:

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import requests
 from requests.structures import CaseInsensitiveDict
 
+from ._io import user_cache_root
 from .errors import SourceError
 
 log = logging.getLogger("litrank")
@@ -53,12 +54,7 @@ class OfflineError(SourceError):
 
 
 def cache_directory() -> Path:
-    root = os.environ.get("LITRANK_CACHE_DIR")
-    if not root:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("litrank")
-    return Path(root).expanduser() / "http"
+    return user_cache_root() / "http"
 
 
 def cache_summary() -> dict:

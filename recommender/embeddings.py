@@ -47,11 +47,9 @@ def embeddings_available() -> bool:
 
 def default_cache_dir() -> Path:
     """``$LITRANK_CACHE_DIR/embeddings``, else ``platformdirs.user_cache_dir("litrank")/embeddings``."""
-    root = os.environ.get("LITRANK_CACHE_DIR")
-    if not root:
-        import platformdirs
-        root = platformdirs.user_cache_dir("litrank")
-    return Path(root).expanduser() / "embeddings"
+    from connectors import cache_root
+
+    return cache_root() / "embeddings"
 
 
 def _bundled_model_dir() -> Path:

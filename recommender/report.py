@@ -96,7 +96,8 @@ def annotated_papers(picks: Sequence[Recommendation], n_candidates: int) -> list
     return papers
 
 
-def _venue_year(paper: Paper) -> str:
+def venue_year(paper: Paper) -> str:
+    """The venue and year of a paper ("ICML 2026"), as the table and the HTML report show them."""
     return " ".join(part for part in (paper.venue, str(paper.year) if paper.year else "") if part)
 
 
@@ -125,7 +126,7 @@ def render_table(ranking: Ranking, caption: str, explain: bool = False, width: i
                                               for d in pick.drivers)
         else:
             why = truncate(pick.because[0].paper.title, 60) if pick.because else "-"
-        table.add_row(str(pick.rank), f"{pick.score:.3f}", title, _venue_year(pick.paper), why)
+        table.add_row(str(pick.rank), f"{pick.score:.3f}", title, venue_year(pick.paper), why)
     console = Console(width=width or 120, file=io.StringIO(), color_system=None, highlight=False,
                       emoji=False, legacy_windows=False, force_terminal=False)
     console.print(table)

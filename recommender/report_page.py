@@ -14,7 +14,7 @@ from . import __version__
 from .paper import Paper
 from .paper_map import PaperMap, topic_space
 from .ranking import Ranking, Recommendation
-from .report import DERIVED_MARK, SCORE_DIGITS
+from .report import DERIVED_MARK, SCORE_DIGITS, venue_year
 
 _ARXIV_URL = "https://arxiv.org/abs/{}"
 _DOI_URL = "https://doi.org/{}"
@@ -50,10 +50,6 @@ def paper_links(paper: Paper) -> list[dict[str, str]]:
     return links
 
 
-def _venue_year(paper: Paper) -> str:
-    return " ".join(part for part in (paper.venue, str(paper.year) if paper.year else "") if part)
-
-
 def report_data(ranking: Ranking, caption: str, to_bibtex: Callable[[Recommendation], str],
                 paper_map: PaperMap | None = None) -> dict[str, Any]:
     """The report of ``ranking`` as a JSON-ready dict.
@@ -80,7 +76,7 @@ def report_data(ranking: Ranking, caption: str, to_bibtex: Callable[[Recommendat
             "title": paper.title or "(untitled)",
             "title_derived": paper.title_derived,
             "authors": paper.authors,
-            "venue": _venue_year(paper),
+            "venue": venue_year(paper),
             "abstract": paper.abstract,
             "links": paper_links(paper),
             "because": because,
