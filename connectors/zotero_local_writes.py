@@ -13,6 +13,10 @@ The protocol, from https://www.zotero.org/support/dev/web_api/v3/local_api and p
   Kept keys are stored per server ID (keys and versions of one Zotero database mean nothing to
   another), in ``zotero-local-api-keys.json`` beside ``config.ini``, readable by the user only.
 * The key is a secret: it is added to the library's redaction list and never printed.
+* A dialog answered after litrank stopped waiting still makes a key, which Zotero keeps in its
+  profile's ``localAPIKeys.json`` (see :mod:`connectors.zotero_profiles`). Zotero offers no way to
+  revoke a key but its "Clear Write Authorizations" button, so the next run finds that key and
+  uses it (a kept one is then stored like any other) instead of leaving it behind and asking again.
 
 pyzotero's ``authorize_local`` makes the request; its client timeout (30 s) is raised for that
 one request, because the answer waits for the user.
@@ -27,6 +31,8 @@ from typing import Any, Callable
 
 from ._io import atomic_write_text
 from .errors import SourceError
+from .zotero_profiles import KEYS_FILE as LATE_KEYS_FILE
+from .zotero_profiles import granted_local_keys
 from .zotero_web import _TRANSPORT_MODULES, KEYS_PAGE, ZoteroLibrary, config_path
 
 log = logging.getLogger("litrank")
@@ -108,6 +114,7 @@ class LocalWriteAccess:
         self.app_name = app_name
         self.authorize_timeout = authorize_timeout
         self.remembered = False  # the current key was granted with "Always Allow"
+        self._refused: set[str | None] = set()  # keys Zotero answered 401 in this run
 
     def __repr__(self) -> str:
         return f"LocalWriteAccess({self.library.source!r})"
@@ -134,20 +141,39 @@ class LocalWriteAccess:
         if self.zot.local_api_key:
             return
         stored = self.store.get(server_id)
-        if stored:
+        if stored and stored not in self._refused:
             self._use(stored, remembered=True)
             return
-        self.authorize()
+        if not self._use_late_key(server_id):
+            self.authorize()
 
     def key_rejected(self) -> None:
-        """The last write was answered 401: forget the key and ask Zotero for a new one."""
+        """The last write was answered 401: forget the key and find or ask for another."""
         server_id = self.check()
-        if self.remembered:
+        self._refused.add(self.zot.local_api_key)
+        if self.remembered and self.store.get(server_id) == self.zot.local_api_key:
             self.store.forget(server_id)
             self.notify("Zotero no longer accepts litrank's stored key (its write authorisations were cleared "
                         "in Settings → Advanced); asking again.")
         self.zot.local_api_key = None
-        self.authorize()
+        if not self._use_late_key(server_id):
+            self.authorize()
+
+    def _use_late_key(self, server_id: str) -> bool:
+        """Use a key Zotero granted litrank that litrank never received: the user answered the
+        dialog after an earlier run stopped waiting. Zotero keeps it in its profile's
+        localAPIKeys.json; using it beats leaving it behind and showing another dialog (a late
+        one-write key is used up by the write, so nothing stays behind)."""
+        for granted in granted_local_keys(self.app_name):
+            if granted.key in self._refused:
+                continue
+            self._use(granted.key, remembered=granted.remember)
+            self.notify(f"Using the key Zotero granted {self.app_name} after an earlier run stopped waiting "
+                        f"(found in {granted.profile / LATE_KEYS_FILE}).")
+            if granted.remember:
+                self._keep(server_id, granted.key)
+            return True
+        return False
 
     def authorize(self) -> None:
         """Ask Zotero for a key (it shows the user a dialog) and use it; store it if kept."""
@@ -174,7 +200,8 @@ class LocalWriteAccess:
             transport = type(exc).__module__.split(".")[0] in _TRANSPORT_MODULES
             if transport and "Timeout" in type(exc).__name__:
                 raise LocalWriteError(f"{source}: nobody answered Zotero's authorisation dialog within "
-                                      f"{self.authorize_timeout:g} s; run again and answer it in Zotero") from None
+                                      f"{self.authorize_timeout:g} s; answer it in Zotero and run again (the "
+                                      "next run uses the key Zotero grants then, without asking again)") from None
             if not (transport or isinstance(exc, (pz.PyZoteroError, ValueError, OSError))):
                 raise
             status = getattr(getattr(self.zot, "request", None), "status_code", None)
@@ -188,18 +215,21 @@ class LocalWriteAccess:
         remembered = bool(answer.get("remember"))
         self._use(key, remembered=remembered)
         if remembered:
-            try:
-                self.store.put(server_id, key)
-            except (OSError, SourceError) as exc:  # the key still serves this run
-                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                self.notify(f"Zotero allowed {self.app_name} to write, but the key could not be kept in "
-                            f"{self.store.path} ({reason}); Zotero will ask again next time.")
-            else:
-                self.notify(f"Zotero allowed {self.app_name} to write; the key is kept in {self.store.path} "
-                            "for later syncs.")
+            self._keep(server_id, key)
         else:
             self.notify(f"Zotero allowed {self.app_name} one write request; it will ask again for each further "
                         "request of this sync ('Always Allow' avoids that).")
+
+    def _keep(self, server_id: str, key: str) -> None:
+        try:
+            self.store.put(server_id, key)
+        except (OSError, SourceError) as exc:  # the key still serves this run
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.notify(f"Zotero allowed {self.app_name} to write, but the key could not be kept in "
+                        f"{self.store.path} ({reason}); Zotero will ask again next time.")
+        else:
+            self.notify(f"Zotero allowed {self.app_name} to write; the key is kept in {self.store.path} "
+                        "for later syncs.")
 
     def written(self) -> None:
         """A write went through: a one-write key ("Allow") is used up, so the next write asks anew."""

@@ -27,7 +27,6 @@ else ``~/Zotero/zotero.sqlite``, Zotero's default.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -41,6 +40,7 @@ from recommender.paper import Paper
 
 from .errors import SourceError
 from .zotero_items import NON_PAPER_TYPES, is_litrank_item_data, paper_from_item, query_parameters, select_collections
+from .zotero_profiles import preferred_data_dirs
 
 __all__ = ["DATA_DIR_ENV", "KNOWN_SCHEMA", "MIN_SCHEMA", "find_database", "load", "load_uri"]
 
@@ -54,7 +54,6 @@ _POINT_ELSEWHERE = (f"set {DATA_DIR_ENV} to your Zotero data directory (Zotero: 
                     "Folders > Data Directory Location) or pass the path of its zotero.sqlite")
 _MULTIPART_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2} ")
 _SQL_DATETIME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})$")
-_PREF_RE = re.compile(r'user_pref\("extensions\.zotero\.(dataDir|useDataDir)",\s*(.+?)\);')
 
 
 # ---------------------------------------------------------------------------------------- finding
@@ -87,30 +86,12 @@ def find_database() -> Path:
             raise SourceError(f"{database}: no Zotero database there ({DATA_DIR_ENV}={configured}); {_POINT_ELSEWHERE}")
         return database
     tried = []
-    for data_dir in [*_preferred_data_dirs(), Path.home() / "Zotero"]:
+    for data_dir in [*preferred_data_dirs(), Path.home() / "Zotero"]:
         database = data_dir / "zotero.sqlite"
         if database.is_file():
             return database
         tried.append(str(database))
     raise SourceError(f"no Zotero database found (tried {', '.join(dict.fromkeys(tried))}); {_POINT_ELSEWHERE}")
-
-
-def _preferred_data_dirs() -> list[Path]:
-    """Custom data directories set in the ``prefs.js`` of Zotero profiles (``useDataDir`` true)."""
-    home = Path.home()
-    roots = [home / ".zotero" / "zotero", home / ".var" / "app" / "org.zotero.Zotero" / ".zotero" / "zotero",
-             home / "Library" / "Application Support" / "Zotero" / "Profiles"]
-    if os.environ.get("APPDATA"):
-        roots.append(Path(os.environ["APPDATA"]) / "Zotero" / "Zotero" / "Profiles")
-    found = []
-    for prefs in (p for root in roots if root.is_dir() for p in sorted(root.glob("*/prefs.js"))):
-        try:
-            values = dict(_PREF_RE.findall(prefs.read_text(encoding="utf-8", errors="replace")))
-            if json.loads(values.get("useDataDir", "false")) is True and values.get("dataDir"):
-                found.append(Path(json.loads(values["dataDir"])))
-        except (OSError, ValueError):
-            log.debug("%s: unreadable Zotero preferences, ignored", prefs)
-    return found
 
 
 # ---------------------------------------------------------------------------------------- opening

@@ -258,3 +258,45 @@ def test_zotero9_is_read_only_without_server_id(zotero9, http):
     with pytest.raises(pz.UnsupportedParamsError):
         zot.authorize_local("litrank")
     assert zotero9.dialogs == [] and "Written through the local API" not in titles(zotero9)
+
+
+def test_delete_items_and_collections_as_zotero_does(desktop, http):
+    """pyzotero's delete_item / delete_collection against Zotero 10's local API semantics:
+    one object by its own version, several by the library's; children and subcollections go
+    with their parent; items stay when their collection goes."""
+    zot = client(desktop, local_api_key=desktop.grant())
+    library = desktop.libraries[("users", 475425)]
+    parent = library.items["PQKBRC33"]
+    children = [k for k, o in library.items.items() if o["data"].get("parentItem") == "PQKBRC33"]
+    assert children
+    stale = {"key": "PQKBRC33", "version": parent["version"] - 1}
+    with pytest.raises(pz.PreConditionFailedError):  # 412: the item is newer than the version sent
+        zot.delete_item(stale)
+    zot.delete_item(parent["data"])
+    assert "PQKBRC33" not in library.items and not set(children) & set(library.items)
+
+    collection = next(c for c in library.collections.values() if c["data"]["name"] == "Non-English items")
+    sub = [k for k, c in library.collections.items() if c["data"].get("parentCollection") == collection["key"]]
+    members = [k for k, o in library.items.items() if collection["key"] in o["data"].get("collections", [])]
+    version = library.version
+    zot.delete_collection([collection["data"]], last_modified=version)
+    assert collection["key"] not in library.collections and not set(sub) & set(library.collections)
+    assert all(k in library.items and collection["key"] not in library.items[k]["data"]["collections"]
+               for k in members)
+    assert library.version == version + 1
+
+    headers = {"Zotero-Server-ID": SERVER_ID, "Zotero-API-Key": next(iter(desktop.keys))}
+    url = f"{desktop.url}/users/0/items"
+    assert http.delete(url, params={"itemKey": "TRASH001"}, headers=headers).status_code == 428
+    old = {**headers, "If-Unmodified-Since-Version": str(version)}
+    assert http.delete(url, params={"itemKey": "TRASH001"}, headers=old).status_code == 412  # the library moved on
+    now = {**headers, "If-Unmodified-Since-Version": str(library.version)}
+    assert http.delete(url, headers=now).status_code == 400
+    assert http.delete(url, params={"itemKey": ",".join(["AAAAAAAA"] * 51)}, headers=now).status_code == 413
+    gone = http.delete(url, params={"itemKey": "TRASH001,NOSUCHKY"}, headers=now)
+    assert gone.status_code == 204 and gone.headers["Last-Modified-Version"] == str(library.version)
+    assert "TRASH001" not in library.items
+    assert http.delete(f"{url}/NOSUCHKY", headers=now).status_code == 404
+    keyless = {k: v for k, v in now.items() if k != "Zotero-API-Key"}
+    assert http.delete(f"{url}/PDF00001", headers=keyless).status_code == 401  # a delete is a write
+    assert http.delete(f"{url}/PDF00001", headers=now).status_code == 204 and "PDF00001" not in library.items

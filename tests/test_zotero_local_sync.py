@@ -7,6 +7,7 @@ import functools
 import json
 import logging
 import stat
+import time
 
 import httpx2
 import pytest
@@ -45,6 +46,13 @@ def _serve_example_library(server, monkeypatch, tmp_path, caplog):
         library.add("items", item_data(paper, index))
     monkeypatch.setenv(zotero_web.LOCAL_API_ENV, server.url)
     monkeypatch.setenv(zotero_web.CONFIG_DIR_ENV, str(tmp_path / "config"))
+    # Zotero keeps the keys it grants in its profile (localAPIKeys.json), which litrank reads.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("APPDATA", raising=False)
+    if isinstance(server, FakeZoteroDesktop):
+        server.profile_dir = tmp_path / "home" / ".zotero" / "zotero" / "x1y2z3.default"
+        server.profile_dir.mkdir(parents=True)
+        (server.profile_dir / "prefs.js").write_text('user_pref("extensions.zotero.firstRun2", false);\n')
     monkeypatch.delenv(zotero_web.API_KEY_ENV, raising=False)
     monkeypatch.setattr(zotero_web, "client_for", functools.partial(zotero_web.client_for, sleep=lambda s: None))
     monkeypatch.setattr(logging.getLogger("litrank"), "propagate", True)
@@ -225,6 +233,47 @@ def test_an_unanswered_dialog_times_out_with_a_clear_error(zotero):
     assert library_client.zot.client.timeout.read == 30  # pyzotero's own timeout is back for other requests
 
 
+@pytest.mark.parametrize("answer", ["late-always", "late-allow"])
+def test_a_dialog_answered_too_late_leaves_no_key_behind(zotero, answer):
+    """The user answers after litrank stopped waiting: Zotero makes the key anyway (in its
+    profile's localAPIKeys.json); the next run uses it instead of asking again."""
+    zotero.dialog_answers = [answer]
+    zotero.dialog_wait = 1.0
+    library_client = zotero_web.client_for("zotero:local-api")
+    access = LocalWriteAccess(library_client, notify=lambda message: None, authorize_timeout=0.2)
+    with pytest.raises(LocalWriteError, match="the next run uses the key Zotero grants then"):
+        access.ensure_key()
+    deadline = time.monotonic() + 10
+    while not zotero.keys and time.monotonic() < deadline:  # the fake's dialog is answered a second later
+        time.sleep(0.05)
+    late_key = next(iter(zotero.keys))
+    stored = json.loads((zotero.profile_dir / "localAPIKeys.json").read_text())["keys"]
+    assert [(k["appName"], k["remember"]) for k in stored] == [("litrank", answer == "late-always")]
+
+    result = run(zotero, "-n", "3")
+    assert result.exit_code == 0, result.stderr
+    # No new dialog for the late key; a late one-write key serves the first write (the collection)
+    # and Zotero asks once more for the batch of items.
+    assert zotero.dialogs == ["litrank"] * (1 if answer == "late-always" else 2)
+    assert "after an earlier run stopped waiting" in result.stderr and late_key not in result.stderr
+    assert writes(zotero)[0].headers["Zotero-Api-Key"] == late_key
+    assert len(in_collection(zotero)) == 3
+    if answer == "late-always":  # kept for later syncs, like a key received in time
+        assert LocalKeyStore().get(SERVER_ID) == late_key
+    else:  # the one-write key was used up: nothing of it is left in Zotero
+        assert late_key not in zotero.keys and late_key not in (zotero.profile_dir / "localAPIKeys.json").read_text()
+
+
+def test_a_late_key_that_zotero_refuses_is_skipped(zotero):
+    """A key in localAPIKeys.json that this Zotero no longer takes (another database's, or
+    cleared meanwhile): litrank asks for a new one."""
+    zotero.grant(remember=True)
+    zotero.keys.clear()  # still in the file, no longer valid
+    result = run(zotero, "-n", "3")
+    assert result.exit_code == 0, result.stderr
+    assert zotero.dialogs == ["litrank"] and len(in_collection(zotero)) == 3
+
+
 def test_a_key_that_cannot_be_kept_still_serves_this_sync(zotero, tmp_path, monkeypatch):
     not_a_directory = tmp_path / "config-file"
     not_a_directory.write_text("")
@@ -268,3 +317,26 @@ def test_sync_into_a_group_library_through_the_local_api(zotero):
     assert len(ours) == 3
     assert not [o for o in library(zotero).items.values() if {"tag": "litrank"} in o["data"].get("tags", [])]
     assert all(r.path.startswith("/groups/4711/") for r in writes(zotero))
+
+
+def test_keys_granted_to_litrank_are_found_in_every_zotero_profile(tmp_path, monkeypatch):
+    from connectors.zotero_profiles import granted_local_keys
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("APPDATA", raising=False)
+    profiles = tmp_path / ".zotero" / "zotero"
+    for name, keys in {"a.default": [{"key": "K1", "appName": "litrank", "remember": False, "createdAt": "2026-12-01"},
+                                     {"key": "K2", "appName": "other app", "remember": True, "createdAt": "2026-12-02"},
+                                     {"key": "K3", "appName": "litrank", "remember": True, "createdAt": "2026-11-30"}],
+                       "b.work": [{"key": "K4", "appName": "litrank", "remember": True, "createdAt": "2026-12-03"},
+                                  {"appName": "litrank", "remember": True}]}.items():
+        (profiles / name).mkdir(parents=True)
+        (profiles / name / "prefs.js").write_text("")
+        (profiles / name / "localAPIKeys.json").write_text(json.dumps({"keys": keys}))
+    (profiles / "c.broken").mkdir()
+    (profiles / "c.broken" / "prefs.js").write_text("")
+    (profiles / "c.broken" / "localAPIKeys.json").write_text("{not json")
+    found = granted_local_keys("litrank")
+    assert [(k.key, k.remember, k.profile.name) for k in found] == [
+        ("K4", True, "b.work"), ("K3", True, "a.default"), ("K1", False, "a.default")]
+    assert "K4" not in repr(found[0])

@@ -14,7 +14,7 @@ from connectors import zotero_web
 from connectors.zotero_writer import ZoteroWriter
 from recommender.cli import main
 from tests.conftest import EXAMPLE_LIBRARY
-from tests.zotero_server import FakeZoteroAPI, Library
+from tests.zotero_server import FakeZoteroAPI, Library, sample_library
 
 KEY = "Zk3ySecretWriteKey0123456789"
 USER_ID = 475425
@@ -403,3 +403,27 @@ def test_the_fake_versions_each_object_and_compares_preconditions_as_the_dataser
     ahead = requests.post(url, json=[{"itemType": "preprint", "title": "Ahead", "tags": []}], timeout=10,
                           headers={**headers, "If-Unmodified-Since-Version": str(lib.version + 5)})
     assert ahead.status_code == 200  # not "modified since": the dataserver compares with >
+
+
+def test_the_fake_web_api_deletes_as_the_dataserver_does(server):
+    """DELETE through pyzotero's Web API client: a read-only key is refused (403), then one item
+    by its own version and several by the library's version."""
+    from pyzotero import errors as pz
+    from pyzotero import zotero
+
+    server.reset()
+    library = server.add_library(sample_library("users", USER_ID))
+    zot = zotero.Zotero(USER_ID, "user", KEY)
+    zot.endpoint = server.url
+    item = library.items["PQKBRC33"]["data"]
+    server.key_writes = False
+    with pytest.raises(pz.UserNotAuthorisedError, match="Write access denied"):
+        zot.delete_item(item)
+    server.key_writes = True
+    zot.delete_item(item)
+    assert "PQKBRC33" not in library.items
+    with pytest.raises(pz.PreConditionFailedError, match="modified since"):
+        zot.delete_item([library.items["TRASH001"]["data"]], last_modified=library.version - 1)
+    zot.delete_item([library.items["TRASH001"]["data"], library.items["PDF00001"]["data"]],
+                    last_modified=library.version)
+    assert not {"TRASH001", "PDF00001"} & set(library.items)

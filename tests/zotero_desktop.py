@@ -20,24 +20,29 @@ Implemented, Zotero 10 (``version >= 10``)
     Local API"``. A key granted with "Allow" is used up by the first write request that
     presents it; one granted with "Always Allow" lasts until :meth:`revoke_all` (the "Clear
     Write Authorizations" button). Then the Web API write handling of zotero_server.py applies
-    (write tokens, at most 50 objects, per-object failures, PATCH/PUT preconditions; DELETE 501).
+    (write tokens, at most 50 objects, per-object failures, PATCH/PUT preconditions, DELETE).
     POST /api/local/authorize with ``Zotero-Server-ID`` (else 428) and a JSON body whose
     ``appName`` is a non-empty string (else 400) shows the dialog: the answer is the next of
     :attr:`dialog_answers`, else :attr:`dialog` ("always" -> 200 ``{"key": K, "remember": true}``,
     "allow" -> ``{"key": K, "remember": false}``, "deny" -> 403 ``{"denied": true}``, "ignore" ->
-    the same 403 after :attr:`dialog_wait` seconds, a user who does not answer), and the
-    appName is recorded in :attr:`dialogs`. At most 5 dialogs per 60 s (by :attr:`clock`, default
+    the same 403 after :attr:`dialog_wait` seconds, a user who does not answer; "late-always" /
+    "late-allow" -> the key after :attr:`dialog_wait` seconds, a user who answers after the
+    client stopped waiting), and the appName is recorded in :attr:`dialogs`. With
+    :attr:`profile_dir` set, every key granted is kept in ``<profile_dir>/localAPIKeys.json`` as
+    ``{"keys": [{"key", "appName", "remember", "createdAt"}]}``, a one-write key removed when a
+    write uses it and the file deleted by :meth:`revoke_all` (Zotero's ``addLocalAPIKey``,
+    ``consumeLocalAPIKey`` and "Clear Write Authorizations"). At most 5 dialogs per 60 s (by :attr:`clock`, default
     ``time.monotonic``); past that -> 429 with ``Retry-After`` (whole seconds until one frees).
     Other methods on endpoints that do not take them (POST /api/, GET /api/local/authorize) -> 400.
 In both: GET /api/items/new -> 404 (the local API has no item templates), while
 /api/itemTypeFields and /api/itemTypeCreatorTypes answer; the local user's library is
 /api/users/0 (groups by their id), reads need no key; ``local_enabled=False`` -> 403.
-Not implemented: the dialog's wait for the user (it answers at once), the 5-per-minute limit
-counting anything but dialogs, key persistence across runs, /api/local endpoints other than
-authorize, DELETE, searches, files; and what zotero_server.py does not implement.
+Not implemented: the 5-per-minute limit counting anything but dialogs, /api/local endpoints
+other than authorize, searches, files; and what zotero_server.py does not implement.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -45,12 +50,14 @@ import secrets
 import string
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from werkzeug import Request, Response
 
 from tests.zotero_server import FakeZoteroAPI, Library
 
-ANSWERS = {"always": True, "allow": False, "deny": None, "ignore": None}  # dialog answer -> "remember" (None: no key)
+# dialog answer -> "remember" (None: no key). "late-…": the user answers after the client stopped waiting.
+ANSWERS = {"always": True, "allow": False, "deny": None, "ignore": None, "late-always": True, "late-allow": False}
 DIALOGS_PER_WINDOW, WINDOW_SECONDS = 5, 60.0
 _WRITES = ("POST", "PUT", "PATCH", "DELETE")
 _UNSUPPORTED = "Endpoint does not support method\n"
@@ -79,20 +86,35 @@ class FakeZoteroDesktop(FakeZoteroAPI):
         self.dialog_answers: list[str] = []  # the user's next answers, first first ("always"/"allow"/"deny")
         self.dialogs: list[str] = []  # the appName of every dialog shown
         self.keys: dict[str, bool] = {}  # granted local API key -> remember ("Always Allow")
+        self._key_entries: list[dict] = []  # the same keys as Zotero's localAPIKeys.json holds them
         self.clock: Callable[[], float] = time.monotonic
-        self.dialog_wait = 1.0  # seconds an "ignore"d dialog keeps the request waiting
+        self.dialog_wait = 1.0  # seconds an "ignore"d or "late-…" dialog keeps the request waiting
+        self.profile_dir: Path | None = None  # where Zotero keeps the keys (localAPIKeys.json); None: memory only
         self._dialog_times: list[float] = []
 
     # -- helpers for tests ---------------------------------------------------------------------
-    def grant(self, remember: bool = True) -> str:
+    def grant(self, remember: bool = True, app_name: str = "litrank") -> str:
         """A new key, as if the user had approved a request earlier ("Always Allow" or "Allow")."""
         key = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
         self.keys[key] = remember
+        self._key_entries.append({"key": key, "appName": app_name, "remember": remember,
+                                  "createdAt": datetime.datetime.now(datetime.timezone.utc).isoformat()})
+        self._save_keys()
         return key
 
     def revoke_all(self) -> None:
-        """Zotero's "Clear Write Authorizations" button: every granted key stops working."""
+        """Zotero's "Clear Write Authorizations" button: every granted key stops working (and
+        Zotero deletes localAPIKeys.json)."""
         self.keys.clear()
+        self._key_entries.clear()
+        if self.profile_dir is not None:
+            (self.profile_dir / "localAPIKeys.json").unlink(missing_ok=True)
+
+    def _save_keys(self) -> None:
+        """Zotero's ``_saveLocalAPIKeys``: every key, one-write ones too, pretty-printed."""
+        if self.profile_dir is not None:
+            self.profile_dir.mkdir(parents=True, exist_ok=True)
+            (self.profile_dir / "localAPIKeys.json").write_text(json.dumps({"keys": self._key_entries}, indent=4))
 
     # -- dispatch ------------------------------------------------------------------------------
     def _serve(self, request: Request, path: str, params: dict[str, str], match: re.Match | None) -> Response:
@@ -152,8 +174,10 @@ class FakeZoteroDesktop(FakeZoteroAPI):
             return self._text(401, "API key required", _WWW_AUTHENTICATE)
         if key not in self.keys:
             return self._text(401, "Invalid or expired API key", _WWW_AUTHENTICATE)
-        if not self.keys[key]:  # "Allow": one write only
+        if not self.keys[key]:  # "Allow": one write only (Zotero's consumeLocalAPIKey)
             del self.keys[key]
+            self._key_entries = [entry for entry in self._key_entries if entry["key"] != key]
+            self._save_keys()
         return None
 
     def _authorize(self, request: Request) -> Response:
@@ -175,11 +199,12 @@ class FakeZoteroDesktop(FakeZoteroAPI):
         if answer not in ANSWERS:
             return self._text(500, f"the fake's dialog answer {answer!r} is not one of {sorted(ANSWERS)}")
         remember = ANSWERS[answer]
-        if answer == "ignore":  # nobody at the screen: the request waits, then the dialog is dismissed
+        if answer == "ignore" or answer.startswith("late-"):  # nobody at the screen yet: the request waits
             time.sleep(self.dialog_wait)
         if remember is None:
             return self._answer(403, {"denied": True})
-        return self._answer(200, {"key": self.grant(remember), "remember": remember})
+        # A late answer still makes the key (Zotero's addLocalAPIKey), though the client may be gone.
+        return self._answer(200, {"key": self.grant(remember, app_name.strip()), "remember": remember})
 
     def _answer(self, status: int, body: dict) -> Response:
         return Response(json.dumps(body), status, self._common(), content_type="application/json")

@@ -24,14 +24,14 @@ Implemented: the READ side pyzotero uses
     Every request is recorded in :attr:`FakeZoteroAPI.requests`.
 
 With ``FakeZoteroAPI(writes=True)`` (otherwise writes answer 501): the WRITE side of
-tests/zotero_server_writes.py (POST/PATCH/PUT items and collections, templates). Zotero 10's
+tests/zotero_server_writes.py (POST/PATCH/PUT/DELETE items and collections, templates). Zotero 10's
 local API, which takes writes, is tests/zotero_desktop.py.
 
 An unknown collection key -> 404 on the Web API, 400 on the local API (as Zotero answers).
 GET /keys/current (Web API only) answers the key's access as documented, ``write`` from
 :attr:`key_writes`; with ``key_writes = False`` every write -> 403 "Write access denied" (as the
 Web API answers a read-only key).
-Not implemented: DELETE, searching (q, tag), format=keys/versions/atom/bib/bibtex, include=,
+Not implemented: searching (q, tag), /deleted, format=keys/versions/atom/bib/bibtex, include=,
 /keys/<key>, /groups, /searches, /tags, files.
 """
 from __future__ import annotations
@@ -67,6 +67,10 @@ ROUTES = [  # (method, path below the library prefix, handler method name)
     ("PUT", r"/items/(?P<item>[A-Z0-9]{8})", "_patch_object"),
     ("PATCH", r"/collections/(?P<collection>[A-Z0-9]{8})", "_patch_object"),
     ("PUT", r"/collections/(?P<collection>[A-Z0-9]{8})", "_patch_object"),
+    ("DELETE", r"/items/?", "_delete_objects"),
+    ("DELETE", r"/collections/?", "_delete_objects"),
+    ("DELETE", r"/items/(?P<item>[A-Z0-9]{8})", "_delete_object"),
+    ("DELETE", r"/collections/(?P<collection>[A-Z0-9]{8})", "_delete_object"),
 ]
 _LIBRARY_RE = re.compile(r"/(users|groups)/(\d+)(/.*)?\Z")
 
@@ -259,7 +263,7 @@ class FakeZoteroAPI(WriteSide):
         if request.method != "GET" and not self.writes:
             return self._text(501, f"{request.method} is not implemented by the fake Zotero API (reads only; "
                                    "pass writes=True)")
-        if request.method not in ("GET", "POST", "PATCH", "PUT"):
+        if request.method not in ("GET", "POST", "PATCH", "PUT", "DELETE"):
             return self._text(501, f"{request.method} is not implemented by the fake Zotero API")
         if not match:
             return self._text(404, "Not found")

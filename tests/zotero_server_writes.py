@@ -18,6 +18,15 @@ Implemented: the WRITE side (Web API v3 "write requests")
     PATCH/PUT <lib>/items/<key> (and collections/<key>): ``If-Unmodified-Since-Version`` (or
     the body's ``version``) must equal the object's version -> else 412; no precondition ->
     428; answer 204 with the new ``Last-Modified-Version``.
+    DELETE <lib>/items?itemKey=K1,K2 (and collections?collectionKey=): at most 50 keys (more ->
+    413, none -> 400), ``If-Unmodified-Since-Version`` required (428) and compared with the
+    library's version (412 when the library is newer); unknown keys are skipped; 204 with the new
+    ``Last-Modified-Version``. DELETE <lib>/items/<key> (collections/<key>): 404 when unknown,
+    428 without the header, 412 when the object is newer than the given version, else 204. As
+    in Zotero (``eraseTx``), erasing an item erases its child items, and erasing a collection its
+    subcollections, taking them out of their items' ``collections`` (the items stay, with the
+    new version). The library version goes up once per request. (Web API docs "Deleting Multiple Items", "Deleting an
+    Item"; Zotero 10's ``deleteMultipleObjects``/``deleteSingleObject`` answer the same.)
     GET /items/new?itemType=T (not under a library, as on api.zotero.org): an item template;
     GET /itemTypeFields?itemType=T and /itemTypeCreatorTypes?itemType=T (in both modes): its fields
     and creator types, localized (en-US). The item types are those of TEMPLATE_FIELDS.
@@ -201,4 +210,52 @@ class WriteSide:
             library.version += 1
             current["data"] = merged
             current["version"] = merged["version"] = library.version
+        return Response(status=204, headers={**self._common(), "Last-Modified-Version": str(library.version)})
+
+    def _delete_objects(self, request: Request, library: Library, below: str, params: dict[str, str]) -> Response:
+        kind, parameter = ("items", "itemKey") if below.startswith("/items") else ("collections", "collectionKey")
+        if request.headers.get("If-Unmodified-Since-Version") is None:
+            return self._text(428, "If-Unmodified-Since-Version not provided")
+        failed_precondition = self._precondition(request, library)
+        if failed_precondition:
+            return failed_precondition
+        keys = [key.strip() for key in params.get(parameter, "").split(",") if key.strip()]
+        if not keys:
+            return self._text(400, f"'{parameter}' not provided")
+        if len(keys) > MAX_WRITE_OBJECTS:
+            return self._text(413, f"Cannot delete more than {MAX_WRITE_OBJECTS} objects at a time")
+        return self._erase(library, kind, keys)
+
+    def _delete_object(self, request: Request, library: Library, below: str, params: dict[str, str],
+                       item: str | None = None, collection: str | None = None) -> Response:
+        kind, key = ("items", item) if item else ("collections", collection)
+        store = library.items if item else library.collections
+        if key not in store:
+            return self._text(404, "Not found")
+        expected = request.headers.get("If-Unmodified-Since-Version")
+        if expected is None:
+            return self._text(428, "If-Unmodified-Since-Version not provided")
+        if not expected.isdigit():
+            return self._text(400, "Invalid If-Unmodified-Since-Version value")
+        if store[key]["version"] > int(expected):
+            return self._text(412, f"Object has been modified since specified version (expected {expected}, "
+                                   f"found {store[key]['version']})")
+        return self._erase(library, kind, [key])
+
+    def _erase(self, library: Library, kind: str, keys: list[str]) -> Response:
+        store = library.items if kind == "items" else library.collections
+        doomed = [key for key in keys if key in store]
+        library.version += 1
+        while doomed:
+            key = doomed.pop()
+            if store.pop(key, None) is None:
+                continue
+            if kind == "items":  # its notes and attachments go with it
+                doomed += [k for k, o in store.items() if o["data"].get("parentItem") == key]
+            else:  # subcollections go too; the items stay, out of the collection
+                doomed += [k for k, o in store.items() if o["data"].get("parentCollection") == key]
+                for obj in library.items.values():
+                    if key in obj["data"].get("collections", []):
+                        obj["data"]["collections"] = [c for c in obj["data"]["collections"] if c != key]
+                        obj["version"] = obj["data"]["version"] = library.version
         return Response(status=204, headers={**self._common(), "Last-Modified-Version": str(library.version)})
