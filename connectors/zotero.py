@@ -12,13 +12,15 @@ from recommender.paper import Paper
 
 from .errors import UnsupportedFormatError
 
-SCHEMES = ("zotero:local", "zotero:local-api", "zotero:local-api/groups/<id>", "zotero:user/<id>", "zotero:group/<id>")
+SCHEMES = ("zotero:local", "zotero:local-api", "zotero:local-api/groups/<id>", "zotero:user/<id>", "zotero:group/<id>",
+           "zotero:web/groups/<id>")
 
 
 def load(uri: str) -> list[Paper]:
     """The papers of the Zotero library (or collection) that ``uri`` names."""
     target = uri.split("?", 1)[0]
-    if target == "zotero:local-api" or target.startswith(("zotero:local-api/", "zotero:user/", "zotero:group/")):
+    if target == "zotero:local-api" or target.startswith(("zotero:local-api/", "zotero:user/", "zotero:group/",
+                                                           "zotero:web/")):
         from . import zotero_web
 
         return zotero_web.load(uri)

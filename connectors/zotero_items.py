@@ -46,18 +46,49 @@ def query_parameters(query: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def join_collection_path(names: Sequence[str]) -> str:
+    """Collection names from the library root as one path, "Parent/Child". A ``/`` inside a
+    name is written ``\\/`` and a backslash ``\\\\``, so that "I/O" stays one collection."""
+    return "/".join(name.replace("\\", "\\\\").replace("/", "\\/") for name in names)
+
+
+def split_collection_path(path: str) -> list[str]:
+    """The names in a collection path (the inverse of :func:`join_collection_path`): ``/``
+    separates names, ``\\/`` is a slash in a name, ``\\\\`` a backslash (any other backslash is
+    itself); names are stripped of surrounding spaces and empty ones dropped."""
+    names, current, index = [], [], 0
+    while index < len(path):
+        char = path[index]
+        if char == "\\" and path[index + 1:index + 2] in ("/", "\\"):  # other backslashes are literal
+            index += 1
+            current.append(path[index])
+        elif char == "/":
+            names.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        index += 1
+    names.append("".join(current))
+    return [name.strip() for name in names if name.strip()]
+
+
 def select_collections(paths: Mapping[Key, str], wanted: str, where: str) -> list[Key]:
     """The collections ``wanted`` names, with all their subcollections, the same way for every reader.
 
-    ``paths`` maps each collection to its slash-joined path from the library root. ``wanted``
-    is a path ("Reading/ML"; exact, else case-insensitive) or the bare name of one collection
-    anywhere in the tree ("ML"), when only one has it.
+    ``paths`` maps each collection to its path from the library root (:func:`join_collection_path`).
+    ``wanted`` is a path ("Reading/ML"; exact, else case-insensitive; ``\\/`` for a slash inside
+    a name) or the bare name of one collection anywhere in the tree ("ML", or "I/O" as typed),
+    when only one has it.
     """
-    target = wanted.strip().strip("/").strip()
-    roots = ([k for k, p in paths.items() if p == target]
-             or [k for k, p in paths.items() if p.casefold() == target.casefold()])
+    names = {k: tuple(split_collection_path(p)) for k, p in paths.items()}
+    target = tuple(split_collection_path(wanted))
+    folded = tuple(n.casefold() for n in target)
+    roots = ([k for k, n in names.items() if n == target]
+             or [k for k, n in names.items() if tuple(x.casefold() for x in n) == folded])
     if not roots:
-        named = [k for k, p in paths.items() if p.rsplit("/", 1)[-1].casefold() == target.casefold()]
+        # A bare name: one name escaped or not, or the whole text typed as it is ("I/O").
+        bare = {wanted.strip().casefold(), *([folded[0]] if len(folded) == 1 else [])}
+        named = [k for k, n in names.items() if n and n[-1].casefold() in bare]
         if len(named) > 1:
             raise SourceError(f"{where}: several collections are named {wanted!r} "
                               f"({'; '.join(sorted((paths[k] for k in named), key=str.casefold))}); give the full path")
@@ -65,10 +96,12 @@ def select_collections(paths: Mapping[Key, str], wanted: str, where: str) -> lis
     if not roots:
         known = sorted(paths.values(), key=str.casefold)
         listed = "; ".join(known[:25]) + ("; ..." if len(known) > 25 else "")
+        slash = " (a / inside a name is written \\/)" if any("\\/" in p for p in known) else ""
         raise SourceError(f"{where}: no collection {wanted!r} in this library"
-                          + (f" (its collections: {listed})" if known else " (it has no collections)"))
-    prefixes = tuple(paths[k] + "/" for k in roots)
-    return sorted({*roots, *(k for k, p in paths.items() if p.startswith(prefixes))}, key=lambda k: paths[k])
+                          + (f" (its collections: {listed}){slash}" if known else " (it has no collections)"))
+    chosen = {names[k] for k in roots}
+    return sorted({k for k, n in names.items() if any(n[:len(root)] == root for root in chosen)},
+                  key=lambda k: paths[k])
 
 
 def is_litrank_item_data(data: Mapping[str, Any]) -> bool:

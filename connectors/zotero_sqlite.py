@@ -39,7 +39,8 @@ from typing import Iterator
 from recommender.paper import Paper
 
 from .errors import SourceError
-from .zotero_items import NON_PAPER_TYPES, is_litrank_item_data, paper_from_item, query_parameters, select_collections
+from .zotero_items import (NON_PAPER_TYPES, is_litrank_item_data, join_collection_path, paper_from_item,
+                           query_parameters, select_collections)
 from .zotero_profiles import preferred_data_dirs
 
 __all__ = ["DATA_DIR_ENV", "KNOWN_SCHEMA", "MIN_SCHEMA", "find_database", "load", "load_uri"]
@@ -355,7 +356,7 @@ def _collections(connection: sqlite3.Connection, library_id: int, tables: set[st
             names.append(rows[current][0])
             current = rows[current][1]
         if current is None:  # reached the library root without meeting a trashed ancestor
-            paths[cid] = "/".join(reversed(names))
+            paths[cid] = join_collection_path(names[::-1])
     return paths, {cid: rows[cid][2] for cid in paths}, {cid: rows[cid][1] for cid in paths}
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from recommender.feedback import EXTRA_PREFIX, IN_COLLECTION, LITRANK_TAG as TAG
 from recommender.paper import IdentityIndex, Paper
 
-from .zotero_items import is_litrank_item_data, paper_from_item
+from .zotero_items import is_litrank_item_data, join_collection_path, paper_from_item, split_collection_path
 
 _CONFERENCE_RE = re.compile(r"conf|proc|symposium|workshop|\b(ICML|NeurIPS|NIPS|ICLR|CVPR|ICCV|ECCV|ACL|EMNLP|"
                             r"NAACL|AAAI|IJCAI|KDD|SIGIR|UAI|AISTATS|COLT|CoRL|RSS)\b", re.IGNORECASE)
@@ -56,7 +56,7 @@ def extra_lines(pick, n_candidates: int, to: str) -> list[str]:
 
 def collection_path(to: str) -> str:
     """``to`` as a normalised collection path (``Parent/Child``)."""
-    return "/".join(part.strip() for part in to.strip().strip("/").split("/"))
+    return join_collection_path(split_collection_path(to))
 
 
 def merge_extra(extra: str, ours: list[str]) -> str:

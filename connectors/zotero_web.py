@@ -37,7 +37,8 @@ from urllib.parse import urlsplit
 from recommender.paper import Paper
 
 from .errors import SourceError
-from .zotero_items import is_litrank_item_data, paper_from_item, query_parameters, select_collections
+from .zotero_items import (is_litrank_item_data, join_collection_path, paper_from_item, query_parameters,
+                           select_collections)
 
 log = logging.getLogger("litrank")
 
@@ -56,7 +57,10 @@ MAX_WAIT = 120.0  # seconds; a longer Backoff / Retry-After fails the load
 # 409 is "the target library is locked" (another write or a sync holds it): it passes, like 429/503.
 RETRY_STATUSES = frozenset({409, 429, 500, 502, 503, 504})
 _TRANSPORT_MODULES = ("httpx2", "httpx", "httpcore2", "httpcore", "requests", "urllib3")  # pyzotero's HTTP stacks
-_URI_RE = re.compile(r"zotero:(?:(user|group)/(\d+)|(local-api)(?:/groups/(\d+))?)\Z")
+# zotero:user/<id> and zotero:group/<id>, also spelt zotero:web/users/<id> and zotero:web/groups/<id>
+# (the API's own paths, like zotero:local-api/groups/<id>).
+_URI_RE = re.compile(r"zotero:(?:(?P<kind>user|group)/(?P<id>\d+)|web/(?P<web_kind>user|group)s/(?P<web_id>\d+)"
+                     r"|(?P<local>local-api)(?:/groups/(?P<local_group>\d+))?)\Z")
 _KEY_RE = re.compile(r"[!-~]+\Z")  # printable ASCII, no spaces: anything else could not be sent in a header
 _SECRET_RES = (re.compile(r"(?i)(bearer\s+)\S+"), re.compile(r"(?i)(zotero-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',&]+"),
                re.compile(r"(?i)([?&]key=)[^&\s]+"), re.compile(r"(?i)(/keys/)[^/?\s]+"))
@@ -73,7 +77,8 @@ class Target:
 
 
 def parse_uri(uri: str) -> Target:
-    """Parse ``zotero:user/<id>``, ``zotero:group/<id>`` or ``zotero:local-api``, each with an
+    """Parse ``zotero:user/<id>``, ``zotero:group/<id>`` (or ``zotero:web/users/<id>``,
+    ``zotero:web/groups/<id>``) or ``zotero:local-api[/groups/<id>]``, each with an
     optional ``?collection=Path/To`` (percent-encoding is decoded; ``+`` is kept)."""
     target, _, query = uri.partition("?")
     match = _URI_RE.match(target)
@@ -86,11 +91,11 @@ def parse_uri(uri: str) -> Target:
         if name != "collection" or not collection:  # the name is not echoed: it might be a secret
             raise SourceError(f"{target}: unsupported query in the Zotero URI; the only option is ?collection=Path/To")
     source = target + (f"?collection={collection}" if collection else "")
-    if match.group(3):
-        if match.group(4):  # a group library through the local API: /api/groups/<id>
-            return Target("group", int(match.group(4)), True, collection, source)
+    if match["local"]:
+        if match["local_group"]:  # a group library through the local API: /api/groups/<id>
+            return Target("group", int(match["local_group"]), True, collection, source)
         return Target("user", 0, True, collection, source)
-    return Target(match.group(1), int(match.group(2)), False, collection, source)
+    return Target(match["kind"] or match["web_kind"], int(match["id"] or match["web_id"]), False, collection, source)
 
 
 def config_path() -> Path:
@@ -123,14 +128,15 @@ def find_api_key() -> str | None:
 
 
 def collection_paths(collections: list[dict[str, Any]]) -> dict[str, str]:
-    """Collection key -> "Parent/Child" path, from the API's collection ``data`` objects."""
+    """Collection key -> "Parent/Child" path (:func:`~connectors.zotero_items.join_collection_path`),
+    from the API's collection ``data`` objects."""
     by_key = {str(c["key"]): c for c in collections if not c.get("deleted")}
     paths: dict[str, str] = {}
 
     def path(key: str, seen: frozenset[str]) -> str:
         if key not in paths:
             data = by_key[key]
-            name = str(data.get("name") or key)
+            name = join_collection_path([str(data.get("name") or key)])
             parent = data.get("parentCollection") or None
             paths[key] = (f"{path(parent, seen | {key})}/{name}"
                           if parent in by_key and parent not in seen else name)

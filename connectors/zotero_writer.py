@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .errors import SourceError
+from .zotero_items import join_collection_path, split_collection_path
 from .zotero_web import MAX_ATTEMPTS, RETRY_STATUSES, ZoteroLibrary, _seconds, collection_paths
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ class ZoteroWriter:
     def find_collection(self, path: str) -> str | None:
         """The key of the collection at ``Parent/Child`` (exact, else case-insensitive), or None."""
         paths = collection_paths(self.library.collections())
-        wanted = path.strip().strip("/")
+        wanted = join_collection_path(split_collection_path(path))
         exact = [k for k, p in paths.items() if p == wanted]
         return (exact or [k for k, p in paths.items() if p.casefold() == wanted.casefold()] or [None])[0]
 
@@ -147,17 +148,18 @@ class ZoteroWriter:
 
     # -- collections -------------------------------------------------------------------------
     def ensure_collection(self, path: str) -> tuple[str, list[str]]:
-        """The key of the collection ``Parent/Child``, creating it and any missing parent;
-        also the paths of the collections created."""
-        names = [part.strip() for part in path.strip().strip("/").split("/") if part.strip()]
+        """The key of the collection ``Parent/Child`` (``\\/`` for a slash inside a name), creating
+        it and any missing parent; also the paths of the collections created."""
+        names = split_collection_path(path)
         if not names:
             raise WriteError(f"{self.source}: the collection name is empty")
         paths = collection_paths(self.library.collections())
-        by_path = {p.casefold(): k for k, p in sorted(paths.items(), key=lambda kp: kp[1] == path)}  # exact last: it wins
+        exact = join_collection_path(names)
+        by_path = {p.casefold(): k for k, p in sorted(paths.items(), key=lambda kp: kp[1] == exact)}  # exact last: it wins
         parent: str | None = None
         created: list[str] = []
         for depth in range(1, len(names) + 1):
-            sub = "/".join(names[:depth])
+            sub = join_collection_path(names[:depth])
             key = by_path.get(sub.casefold())
             if key is None:
                 answer = self._post("collections", [{"name": names[depth - 1], "parentCollection": parent or False}])

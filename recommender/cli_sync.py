@@ -84,7 +84,7 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
     from connectors.zotero_writer import WriteError, ZoteroWriter
 
     targets = [s for s in library_sources if s.split("?", 1)[0] in ("zotero:local-api",)
-               or s.startswith(("zotero:local-api/groups/", "zotero:user/", "zotero:group/"))]
+               or s.startswith(("zotero:local-api/groups/", "zotero:user/", "zotero:group/", "zotero:web/"))]
     if not targets:
         if any(s.split("?", 1)[0] == "zotero:local" for s in library_sources):
             fail(LOCAL_DATABASE_MESSAGE)

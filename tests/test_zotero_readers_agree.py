@@ -14,6 +14,7 @@ import pytest
 
 from connectors import errors as connectors_errors
 from connectors import zotero_sqlite, zotero_web
+from connectors.zotero_items import join_collection_path, split_collection_path
 from tests.zotero_fixtures import SHARED_DB, USER_LIBRARY, add_item, create_schema
 from tests.zotero_server import FakeZoteroAPI, sample_library
 
@@ -30,7 +31,8 @@ def _collection_paths(library) -> dict[str, str]:
     def path(key: str) -> str:
         data = by_key[key]
         parent = data.get("parentCollection")
-        return f"{path(parent)}/{data['name']}" if parent else data["name"]
+        name = join_collection_path([data["name"]])
+        return f"{path(parent)}/{name}" if parent else name
 
     return {key: path(key) for key in by_key}
 
@@ -39,14 +41,15 @@ def _write_database(library, target):
     connection = create_schema(target, SHARED_DB)
     connection.execute("BEGIN")
     paths = _collection_paths(library)
-    for number, (key, path) in enumerate(sorted(paths.items(), key=lambda kv: kv[1].count("/")), start=1):
-        parent, _, name = path.rpartition("/")
+    by_depth = sorted(paths, key=lambda key: len(split_collection_path(paths[key])))
+    for number, key in enumerate(by_depth, start=1):
+        data = library.collections[key]["data"]
         parent_id = None
-        if parent:
+        if data.get("parentCollection"):
             parent_id = connection.execute("SELECT collectionID FROM collections WHERE key=?",
-                                           (next(k for k, p in paths.items() if p == parent),)).fetchone()[0]
+                                           (data["parentCollection"],)).fetchone()[0]
         connection.execute("INSERT INTO collections (collectionID, collectionName, parentCollectionID, libraryID, key)"
-                           " VALUES (?, ?, ?, ?, ?)", (number, name, parent_id, USER_LIBRARY, key))
+                           " VALUES (?, ?, ?, ?, ?)", (number, data["name"], parent_id, USER_LIBRARY, key))
     ids = {}
     for key, obj in library.items.items():
         data = obj["data"]
@@ -128,6 +131,16 @@ def _odd_library():
                               "creators": [{"creatorType": "author", "firstName": "Odd", "lastName": "Name"}],
                               "date": "2020", "tags": [], "collections": [collection], "relations": {},
                               "dateAdded": "2012-01-01T10:00:00Z", "dateModified": "2012-01-01T10:00:00Z"})
+    # "/" inside names: "I/O & Systems" (one collection), beside the path I -> O.
+    for key, name, parent in (("SLASHCOL", "I/O & Systems", False), ("ICOLLECT", "I", False),
+                              ("OCOLLECT", "O", "ICOLLECT"), ("BACKSLSH", "C:\\data\\raw", "SLASHCOL")):
+        library.add("collections", {"key": key, "version": 6, "name": name, "parentCollection": parent,
+                                    "relations": {}})
+    for key, collection in (("SLASHIT1", "SLASHCOL"), ("SLASHIT2", "OCOLLECT"), ("SLASHIT3", "BACKSLSH")):
+        library.add("items", {"key": key, "version": 7, "itemType": "journalArticle", "title": f"Item {key}",
+                              "creators": [], "date": "2021", "tags": [], "collections": [collection],
+                              "relations": {}, "dateAdded": "2012-01-01T10:00:00Z",
+                              "dateModified": "2012-01-01T10:00:00Z"})
     library.add("items", {"key": "PICKTRSH", "version": 8, "itemType": "preprint", "deleted": 1,
                           "title": "A Pick Moved to the Trash", "creators": [{"creatorType": "author",
                                                                              "firstName": "Lit", "lastName": "Rank"}],
@@ -166,6 +179,10 @@ def _ids_everywhere(query: str) -> list[list[str]]:
     (f"?collection={ODD_PARENT}/{ODD_CHILD}", ["ODDITEM2"]),  # the full path
     (f"?collection={ODD_CHILD.upper()}", ["ODDITEM2"]),  # a unique bare name, any case
     ("?collection=sherlock films", ["6MCAN2NC", "SFILM001"]),  # a bare subcollection name, in every reader now
+    ("?collection=I\\/O %26 Systems", ["SLASHIT1", "SLASHIT3"]),  # "\/": a slash inside a name
+    ("?collection=I/O & Systems", ["SLASHIT1", "SLASHIT3"]),  # no path I -> "O & Systems": the name as typed
+    ("?collection=I/O", ["SLASHIT2"]),  # the path I -> O
+    ("?collection=I\\/O & Systems/C:\\data\\raw", ["SLASHIT3"]),  # a path through it; other "\" are literal
 ])
 def test_every_reader_selects_collections_the_same_way(odd_everywhere, query, expected):
     assert _ids_everywhere(query) == [expected] * 3

@@ -154,6 +154,19 @@ def test_nested_collection_path_creates_the_parents(api):
     assert len(library(api).collections) == 2 and len(ours(api)) == 3
 
 
+def test_a_slash_inside_a_collection_name_is_written_escaped(api):
+    """`--to 'Lab\\/Group picks/ICML'`: a collection "Lab/Group picks" holding "ICML"."""
+    result = run("--to", "Lab\\/Group picks/ICML", "-n", 2)
+    assert result.exit_code == 0, result.stderr
+    names = {c["data"]["name"]: c["data"] for c in library(api).collections.values()}
+    assert set(names) == {"Lab/Group picks", "ICML"}
+    assert names["ICML"]["parentCollection"] == next(k for k, c in library(api).collections.items()
+                                                     if c["data"]["name"] == "Lab/Group picks")
+    assert len(in_collection(api, "ICML")) == 2
+    assert run("--to", "Lab\\/Group picks/ICML", "-n", 2).exit_code == 0  # found again, not created twice
+    assert len(library(api).collections) == 2 and len(ours(api)) == 2
+
+
 def test_a_429_and_a_412_are_survived_without_duplicates(api, sleeps):
     api.inject(429, {"Retry-After": "3"}, method="POST", path="/items")
     result = run("--to", TO, "-n", 5)

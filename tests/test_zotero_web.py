@@ -299,7 +299,7 @@ def test_no_key_in_repr_or_source(web, sleeps):
 
 
 @pytest.mark.parametrize("uri", ["zotero:user/abc", "zotero:group/", "zotero:users/1", "zotero:user/1?collection=",
-                                 "zotero:user/1?tag=x"])
+                                 "zotero:user/1?tag=x", "zotero:web/group/1", "zotero:web/groups/x"])
 def test_malformed_uris(uri):
     with pytest.raises(SourceError, match=r"zotero:(user|group|users)"):
         zotero_web.parse_uri(uri)
@@ -310,6 +310,11 @@ def test_uri_parsing_keeps_plus_and_decodes_percent():
     assert (target.library_type, target.library_id, target.local) == ("group", 42, False)
     assert target.collection == "C++/Papers+Notes" and target.source == "zotero:group/42?collection=C++/Papers+Notes"
     assert zotero_web.parse_uri("zotero:local-api") == zotero_web.Target("user", 0, True, None, "zotero:local-api")
+    # The API's own paths name the same Web API libraries.
+    assert zotero_web.parse_uri("zotero:web/groups/42") == zotero_web.Target("group", 42, False, None,
+                                                                            "zotero:web/groups/42")
+    web_user = zotero_web.parse_uri("zotero:web/users/7?collection=A")
+    assert (web_user.library_type, web_user.library_id, web_user.local, web_user.collection) == ("user", 7, False, "A")
 
 
 # -- the local API ------------------------------------------------------------------------------------

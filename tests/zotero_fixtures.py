@@ -15,6 +15,8 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
+from connectors.zotero_items import split_collection_path
+
 SHARED_DB = (Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zotero-sqlite"
              / "real-library-schema120.sqlite")
 # Tables whose rows are Zotero's global data (the same in every database of this schema).
@@ -111,7 +113,7 @@ def add_item(connection: sqlite3.Connection, key: str, item_type: str, fields: d
 
 def _collection_id(connection: sqlite3.Connection, path: str) -> int:
     parent = None
-    for name in path.split("/"):
+    for name in split_collection_path(path):
         parent = connection.execute("SELECT collectionID FROM collections WHERE collectionName=? AND "
                                     "parentCollectionID IS ?", (name, parent)).fetchone()[0]
     return parent
