@@ -7,11 +7,11 @@ Web API reader yield identical records. Attachments, notes, annotations and the 
 skipped. Group libraries and feeds, which Zotero keeps in the same file, are not read here
 (use ``zotero:group/<id>``, the Web API).
 
-Nothing is ever written. The file is opened with SQLite's ``mode=ro``; a running Zotero holds an
-exclusive lock, so when it is locked (or when ``mode=ro`` would create ``-shm``/``-wal`` files
-beside it) the database and its ``-wal``/``-journal`` file are copied to a temporary directory
-and the copy is read, committed changes still only in the write-ahead log included. The mode
-used is logged at INFO level on the ``"litrank"`` logger.
+Nothing is ever written, in the database or beside it. The file is opened with SQLite's
+``mode=ro``; a running Zotero holds an exclusive lock, and then the database is read in place
+with ``immutable=1`` when nothing is pending, else from a temporary copy with its ``-wal`` /
+``-journal`` (see :mod:`connectors._sqlite_read`). The mode used is logged at INFO level on the
+``"litrank"`` logger.
 
 Schema: Zotero 5.0 and later, ``userdata`` 80 and newer (tested with 120, Zotero 6); older ones
 raise SourceError; ones newer than :data:`KNOWN_SCHEMA` are read, and a failing query then
@@ -26,18 +26,15 @@ else ``~/Zotero/zotero.sqlite``, Zotero's default.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
-import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
-from typing import Iterator
 
 from recommender.paper import Paper
 
+from ._sqlite_read import read_database
 from .errors import SourceError
 from .zotero_items import (NON_PAPER_TYPES, is_litrank_item_data, join_collection_path, paper_from_item,
                            query_parameters, select_collections)
@@ -50,7 +47,7 @@ log = logging.getLogger("litrank")
 MIN_SCHEMA = 80  # userdata schema of Zotero 5.0 (libraries.type, creators without creatorData, tags without type)
 KNOWN_SCHEMA = 121  # newest userdata schema whose migration steps were checked against the queries below
 DATA_DIR_ENV = "LITRANK_ZOTERO_DIR"
-LOCK_TIMEOUT = 0.2  # seconds to wait for a lock; Zotero's exclusive lock is never released while it runs
+READ_LOCKED_IN_PLACE = True  # False: copy a locked database even when nothing is pending (benchmark baseline)
 _POINT_ELSEWHERE = (f"set {DATA_DIR_ENV} to your Zotero data directory (Zotero: Settings > Advanced > Files and "
                     "Folders > Data Directory Location) or pass the path of its zotero.sqlite")
 _MULTIPART_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2} ")
@@ -95,78 +92,6 @@ def find_database() -> Path:
     raise SourceError(f"no Zotero database found (tried {', '.join(dict.fromkeys(tried))}); {_POINT_ELSEWHERE}")
 
 
-# ---------------------------------------------------------------------------------------- opening
-
-
-def _sidecar(path: Path, suffix: str) -> Path:
-    return path.with_name(path.name + suffix)
-
-
-def _is_wal(path: Path) -> bool:
-    """True when the database header says WAL mode; SourceError when it is not an SQLite database."""
-    with open(path, "rb") as handle:
-        header = handle.read(100)
-    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
-        raise SourceError(f"{path}: not an SQLite database "
-                          "(a Zotero library is the zotero.sqlite file of its data directory)")
-    return header[18] == 2 or header[19] == 2
-
-
-def _stamps(path: Path) -> list:
-    files = [_sidecar(path, suffix) for suffix in ("", "-wal", "-journal")]
-    return [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists()]
-
-
-@contextlib.contextmanager
-def _snapshot(path: Path, reason: str) -> Iterator[sqlite3.Connection]:
-    """A connection to a temporary copy of the database, its write-ahead log and rollback journal."""
-    with tempfile.TemporaryDirectory(prefix="litrank-zotero-") as tmp:
-        copy = Path(tmp) / path.name
-        for _ in range(3):  # copy again when Zotero wrote meanwhile, so that the copy is consistent
-            before = _stamps(path)
-            for suffix in ("", "-wal", "-journal"):
-                with contextlib.suppress(FileNotFoundError):
-                    shutil.copyfile(_sidecar(path, suffix), _sidecar(copy, suffix))
-            if _stamps(path) == before:
-                break
-        log.info("%s: %s; reading a temporary copy of the database and its -wal/-journal file "
-                 "(the original is not touched)", path, reason)
-        connection = sqlite3.connect(copy)  # the copy is ours: SQLite may replay its WAL or journal
-        try:
-            yield connection
-        finally:
-            connection.close()
-
-
-@contextlib.contextmanager
-def _open(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to ``path``, or to a snapshot of it when it is locked."""
-    wal_mode, snapshot_reason = _is_wal(path), None
-    uri, mode = path.resolve().as_uri() + "?mode=ro", "read-only (mode=ro)"
-    if wal_mode and not _sidecar(path, "-wal").exists():
-        uri, mode = uri + "&immutable=1", "read-only, immutable (WAL database with no pending write-ahead log)"
-    elif wal_mode and not _sidecar(path, "-shm").exists():
-        # mode=ro would create the -shm index beside the user's database. Zotero running with its
-        # exclusive lock keeps that index in memory; or the log was left by a crash.
-        snapshot_reason = "write-ahead log without a shared-memory index (Zotero is running)"
-    if snapshot_reason is None:
-        connection = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT)
-        try:
-            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.OperationalError as error:  # "database is locked": Zotero is running
-            connection.close()
-            snapshot_reason = f"{error} (Zotero is probably running)"
-    if snapshot_reason is not None:
-        with _snapshot(path, snapshot_reason) as connection:
-            yield connection
-        return
-    log.info("%s: reading the Zotero database directly, %s", path, mode)
-    try:
-        yield connection
-    finally:
-        connection.close()
-
-
 # ---------------------------------------------------------------------------------------- reading
 
 
@@ -181,15 +106,18 @@ def load(path: str | Path, collection: str | None = None, *, source: str | None 
     path = Path(path).expanduser()
     if not path.is_file():
         raise SourceError(f"{path}: no such Zotero database; {_POINT_ELSEWHERE}")
+
+    def read(connection: sqlite3.Connection) -> list[Paper]:
+        version = _schema_version(connection, path)
+        try:
+            return _read(connection, path, collection, source or str(path), library)
+        except sqlite3.DatabaseError as error:
+            newer = f", newer than the {KNOWN_SCHEMA} litrank knows" if version > KNOWN_SCHEMA else ""
+            raise SourceError(f"{path}: cannot read this Zotero database "
+                              f"(userdata schema {version}{newer}): {error}") from None
+
     try:
-        with _open(path) as connection:
-            version = _schema_version(connection, path)
-            try:
-                return _read(connection, path, collection, source or str(path), library)
-            except sqlite3.DatabaseError as error:
-                newer = f", newer than the {KNOWN_SCHEMA} litrank knows" if version > KNOWN_SCHEMA else ""
-                raise SourceError(f"{path}: cannot read this Zotero database "
-                                  f"(userdata schema {version}{newer}): {error}") from None
+        return read_database(path, read, in_place=READ_LOCKED_IN_PLACE)
     except sqlite3.DatabaseError as error:
         raise SourceError(f"{path}: cannot read the Zotero database: {error}") from None
     except OSError as error:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import connectors
-from connectors import zotero_sqlite
+from connectors import _sqlite_read, zotero_sqlite
 from connectors.errors import SourceError
 from connectors.zotero_items import paper_from_item
 
@@ -45,6 +45,10 @@ def library(tmp_path) -> Path:
 
 def zf_wal(database: Path) -> Path:
     return database.with_name(database.name + "-wal")
+
+
+def zf_journal(database: Path) -> Path:
+    return database.with_name(database.name + "-journal")
 
 
 def _by_id(papers):
@@ -213,15 +217,75 @@ def test_running_zotero_wal_lock(library, caplog):
     assert "temporary copy" in caplog.text
 
 
-def test_running_zotero_rollback_journal_lock(library, caplog):
-    """Without WAL, mode=ro fails with "database is locked" and the reader falls back to a copy."""
+def test_running_zotero_rollback_journal_lock_is_read_in_place(library, caplog, monkeypatch):
+    """Without WAL, mode=ro fails with "database is locked". Zotero's journal holds no
+    transaction that has reached the file (its header is zeroed), so the main file is the
+    committed state: read in place with immutable=1, nothing copied."""
+    monkeypatch.setattr(_sqlite_read, "_snapshot", None)  # any copy would fail loudly
     with zf.held_like_zotero(library, wal=False):
+        assert zf_journal(library).read_bytes()[:8] == bytes(8)
+        before = _state(library)
+        with caplog.at_level(logging.INFO, logger="litrank"):
+            papers = zotero_sqlite.load(library, "Reading/ML/Diffusion")
+        assert _state(library) == before
+    assert {p.id for p in papers} == {zf.DDPM, zf.MDLM, zf.WAL_ONLY}  # not the uncommitted one
+    assert "database is locked" in caplog.text and "read in place" in caplog.text
+
+
+def test_a_transaction_reaching_the_file_is_read_from_a_rolled_back_copy(library, caplog):
+    """Once Zotero's transaction spills into the main file (the journal's header is then valid),
+    the file alone is not the committed state: a copy with its hot journal is rolled back."""
+    with zf.held_like_zotero(library, wal=False) as holder:
+        holder.execute("CREATE TABLE spill (x BLOB)")
+        holder.executemany("INSERT INTO spill VALUES (?)", ((bytes(4000),) for _ in range(3000)))
+        assert zf_journal(library).read_bytes()[:8] == bytes.fromhex("d9d505f920a163d7")
         before = _state(library)
         with caplog.at_level(logging.INFO, logger="litrank"):
             papers = zotero_sqlite.load(library, "Reading/ML/Diffusion")
         assert _state(library) == before
     assert {p.id for p in papers} == {zf.DDPM, zf.MDLM, zf.WAL_ONLY}
-    assert "database is locked" in caplog.text and "temporary copy" in caplog.text
+    assert "a transaction under way" in caplog.text and "temporary copy" in caplog.text
+
+
+def test_a_checkpointed_write_ahead_log_is_read_in_place(library, caplog, monkeypatch):
+    """Zotero in WAL mode with everything checkpointed: no committed frame in the log, so the
+    main file is read in place though Zotero holds its lock."""
+    monkeypatch.setattr(_sqlite_read, "_snapshot", None)
+    with zf.held_like_zotero(library, wal=True) as holder:
+        holder.execute("ROLLBACK")
+        holder.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        holder.execute("BEGIN EXCLUSIVE")
+        assert not _sqlite_read.wal_has_commits(zf_wal(library))
+        with caplog.at_level(logging.INFO, logger="litrank"):
+            papers = {p.id for p in zotero_sqlite.load(library)}
+    assert papers == zf.REGULAR_USER_ITEMS | {zf.WAL_ONLY} and "read in place" in caplog.text
+
+
+def test_commits_in_the_log_are_found_by_their_checksums(library, tmp_path):
+    with zf.held_like_zotero(library, wal=True):
+        log_bytes = zf_wal(library).read_bytes()
+    saved = tmp_path / "saved.sqlite-wal"
+    saved.write_bytes(log_bytes)
+    assert _sqlite_read.wal_has_commits(saved)
+    damaged = bytearray(log_bytes)
+    damaged[32 + 24 + 100] ^= 0xFF  # one byte of the first frame's page: its checksum fails
+    saved.write_bytes(bytes(damaged))
+    assert not _sqlite_read.wal_has_commits(saved)
+    saved.write_bytes(log_bytes[:32])  # a header, no frame: as after a checkpoint restarts the log
+    assert not _sqlite_read.wal_has_commits(saved)
+    saved.write_bytes(b"")
+    assert not _sqlite_read.wal_has_commits(saved)
+
+
+def test_a_write_during_the_read_in_place_means_reading_again(library, caplog, monkeypatch):
+    """Zotero writes while litrank reads in place: the stamps differ, and the read is repeated."""
+    stamps = iter([["before"], ["after"]])
+    real = _sqlite_read._stamps
+    monkeypatch.setattr(_sqlite_read, "_stamps", lambda path: next(stamps, None) or real(path))
+    with zf.held_like_zotero(library, wal=False):
+        with caplog.at_level(logging.INFO, logger="litrank"):
+            papers = {p.id for p in zotero_sqlite.load(library)}
+    assert papers == zf.REGULAR_USER_ITEMS | {zf.WAL_ONLY} and "read in place" in caplog.text
 
 
 def test_log_left_by_a_crash_is_read_without_creating_files(library, tmp_path):
