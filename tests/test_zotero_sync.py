@@ -440,3 +440,18 @@ def test_the_fake_web_api_deletes_as_the_dataserver_does(server):
     zot.delete_item([library.items["TRASH001"]["data"], library.items["PDF00001"]["data"]],
                     last_modified=library.version)
     assert not {"TRASH001", "PDF00001"} & set(library.items)
+
+
+@pytest.mark.parametrize("uri", ["zotero:group/4711", "zotero:web/groups/4711"])
+def test_sync_into_a_group_library_through_the_web_api(api, uri):
+    """A group library (both spellings) is read and written under /groups/<id>; the user's own
+    library is left alone."""
+    group = api.add_library(Library("groups", 4711, "Lab"))
+    for index, paper in enumerate(connectors.load(EXAMPLE_LIBRARY)):
+        group.add("items", item_data(paper, index))
+    result = CliRunner().invoke(main, ["sync", "-l", uri, "--model", "similarity", "--no-feedback", "--to", TO,
+                                       "-n", "3"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert f"created 3, added 0, updated 0, removed 0 in '{TO}' of {uri}." in result.stderr
+    assert len([o for o in group.items.values() if {"tag": "litrank"} in o["data"].get("tags", [])]) == 3
+    assert not ours(api) and all(r.path.startswith("/groups/4711/") for r in writes(api))
