@@ -1,22 +1,25 @@
-"""What a ``litrank sync`` will write: the plan (create, add, update, remove) and the item data.
+"""What a ``litrank sync`` will write: the plan (create, add, update, remove), the item data, and
+carrying the plan out through a :class:`connectors.zotero_writer.ZoteroWriter` (:func:`apply_plan`).
 
 The plan compares a ranking with the items litrank wrote before. Items litrank creates carry the
 ``litrank`` tag and their rank, score and explanation on ``extra`` lines starting with
 ``litrank:``; a later run finds them again by the identity rule (DOI, arXiv id, title and first
 author, abstract), rewrites only those lines and the collection membership, and takes the picks
 that fell out of the top N out of the collection (they stay in the library).
-:class:`connectors.zotero_writer.ZoteroWriter` carries the plan out.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from recommender.feedback import EXTRA_PREFIX, IN_COLLECTION, LITRANK_TAG as TAG
+from recommender.feedback import DROPPED_FROM, EXTRA_PREFIX, IN_COLLECTION, LITRANK_TAG as TAG
 from recommender.paper import IdentityIndex, Paper
 
 from .zotero_items import is_litrank_item_data, join_collection_path, paper_from_item, split_collection_path
+
+if TYPE_CHECKING:
+    from .zotero_writer import WriteReport, ZoteroWriter
 
 _CONFERENCE_RE = re.compile(r"conf|proc|symposium|workshop|\b(ICML|NeurIPS|NIPS|ICLR|CVPR|ICCV|ECCV|ACL|EMNLP|"
                             r"NAACL|AAAI|IJCAI|KDD|SIGIR|UAI|AISTATS|COLT|CoRL|RSS)\b", re.IGNORECASE)
@@ -134,3 +137,56 @@ def make_plan(ranking, items: list[dict[str, Any]], collection_key: str | None, 
         plan.remove = [d for key, d in ours.items()
                        if key not in matched and collection_key in (d.get("collections") or [])]
     return plan
+
+
+@dataclass
+class SyncResult:
+    """What :func:`apply_plan` wrote: the reports of its three writes, and the collections created."""
+    plan: Plan
+    created: WriteReport
+    linked: WriteReport
+    removed: WriteReport
+    created_collections: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list:
+        return self.created.failures + self.linked.failures + self.removed.failures
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """Items created, added, updated and removed (those that failed not counted)."""
+        failed = {f.key for f in self.linked.failures}
+        return (len(self.created.written), sum(1 for _, d in self.plan.add if d["key"] not in failed),
+                sum(1 for _, d in self.plan.update if d["key"] not in failed),
+                len(self.plan.remove) - len(self.removed.failures))
+
+
+def apply_plan(writer: ZoteroWriter, plan: Plan, n_candidates: int, to: str,
+               on_collection_created: Callable[[str], Any] = lambda path: None) -> SyncResult:
+    """Carry ``plan`` out: the collection ``to`` (and its parents) if missing, new items for the
+    picks to create, litrank's Extra lines and the collection for those to add or update, and
+    the ones that fell out of the top N taken out of the collection (marked as dropped by
+    litrank, so that only the user's own removals count as dislikes). Raises the writer's
+    errors; per-object failures are in the result."""
+    collection_key, created_collections = writer.ensure_collection(to)
+    for path in created_collections:
+        on_collection_created(path)
+    templates: dict[str, dict[str, Any]] = {}
+    new_items = []
+    for pick in plan.create:
+        kind = item_type(pick.paper)
+        if kind not in templates:
+            templates[kind] = writer.template(kind)
+        new_items.append(new_item(templates[kind], pick, n_candidates, to))
+    created = writer.create_items(new_items, collection_key)
+    extras = {str(data["key"]): extra_lines(pick, n_candidates, to) for pick, data in plan.add + plan.update}
+
+    def litrank_fields(data: dict[str, Any]) -> dict[str, Any] | None:
+        lines = extras.get(str(data["key"]))
+        new_extra = merge_extra(data.get("extra", ""), lines) if lines else None
+        return {"extra": new_extra} if new_extra is not None and new_extra != (data.get("extra") or "") else None
+
+    linked = writer.add_to_collection([d for _, d in plan.add + plan.update], collection_key, litrank_fields)
+    dropped = [f"{DROPPED_FROM}{collection_path(to)}"]
+    removed = writer.remove_from_collection(plan.remove, collection_key,
+                                            lambda data: merge_extra(data.get("extra", ""), dropped))
+    return SyncResult(plan, created, linked, removed, created_collections)

@@ -8,17 +8,15 @@ ranking library is the Zotero library without litrank's own items.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
 import connectors
-from connectors.zotero_sync_plan import (Plan, collection_path, extra_lines, is_litrank_item_data, item_type,
-                                        make_plan, merge_extra, new_item)
+from connectors.zotero_sync_plan import Plan, apply_plan, is_litrank_item_data, make_plan
 
 from . import defaults
 from .cli_common import fail, judgements, load_sources, make_embedder, model_options, stage
-from .feedback import DROPPED_FROM, is_litrank_item
+from .feedback import is_litrank_item
 from .defaults import DEFAULT_DIVERSITY
 
 LOCAL_DATABASE_MESSAGE = (
@@ -141,38 +139,15 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
                     update(f"Writing to {writer.source}: {sent['objects']:,} of {total:,} items sent...")
 
             writer.on_written = written
-            collection_key, created_collections = writer.ensure_collection(to)
-            for path in created_collections:
-                click.echo(f"Created the collection {path!r}.", err=True)
-            templates: dict[str, dict[str, Any]] = {}
-            new_items = []
-            for pick in plan.create:
-                kind = item_type(pick.paper)
-                if kind not in templates:
-                    templates[kind] = writer.template(kind)
-                new_items.append(new_item(templates[kind], pick, ranking.n_candidates, to))
-            created = writer.create_items(new_items, collection_key)
-            extras = {str(data["key"]): extra_lines(pick, ranking.n_candidates, to) for pick, data in plan.add + plan.update}
-
-            def litrank_fields(data: dict[str, Any]) -> dict[str, Any] | None:
-                lines = extras.get(str(data["key"]))
-                new_extra = merge_extra(data.get("extra", ""), lines) if lines else None
-                return {"extra": new_extra} if new_extra is not None and new_extra != (data.get("extra") or "") else None
-
-            linked = writer.add_to_collection([d for _, d in plan.add + plan.update], collection_key, litrank_fields)
-            # Marked as dropped by litrank, so that only the user's own removals count as dislikes.
-            removed = writer.remove_from_collection(plan.remove, collection_key,
-                                                    lambda data: merge_extra(data.get("extra", ""), [f"{DROPPED_FROM}{collection_path(to)}"]))
+            result = apply_plan(writer, plan, ranking.n_candidates, to,
+                                lambda path: click.echo(f"Created the collection {path!r}.", err=True))
     except (connectors.SourceError, WriteError) as exc:
         fail(str(exc))
-    failed_keys = {f.key for f in linked.failures}
-    n_added = sum(1 for _, d in plan.add if d["key"] not in failed_keys)
-    n_updated = sum(1 for _, d in plan.update if d["key"] not in failed_keys)
-    n_removed = len(plan.remove) - len(removed.failures)
-    failures = created.failures + linked.failures + removed.failures
+    failures = result.failures
     for failure in failures:
         click.echo(f"error: not written: {failure}", err=True)
-    click.echo(f"created {len(created.written)}, added {n_added}, updated {n_updated}, removed {n_removed}"
+    n_created, n_added, n_updated, n_removed = result.counts()
+    click.echo(f"created {n_created}, added {n_added}, updated {n_updated}, removed {n_removed}"
                f" in {to!r} of {writer.source}.", err=True)
     in_trash = [d for d in trashed if is_litrank_item_data(d)]
     if in_trash:
