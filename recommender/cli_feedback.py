@@ -16,7 +16,7 @@ import connectors
 from connectors.feedback_store import FeedbackEntry, FeedbackStore
 
 from . import defaults
-from .cli_common import fail, load_sources
+from .cli_common import fail, load_sources, say
 from .feedback import DISLIKED, LIKED
 from .paper import Paper
 
@@ -70,8 +70,8 @@ def feedback(like_ids, dislike_ids, forget_ids, library_sources, collection_sour
             store.record_many(pairs, source="cli")
             to_forget = [papers[i] for i in dict.fromkeys(forget_ids)]
             forgotten = store.forget_many(to_forget)
-            click.echo(_summary(len(dict.fromkeys(like_ids)), len(dict.fromkeys(dislike_ids)),
-                                len(to_forget), forgotten, store), err=True)
+            say(_summary(len(dict.fromkeys(like_ids)), len(dict.fromkeys(dislike_ids)), len(to_forget), forgotten,
+                         store))
         if list_entries:
             entries = store.entries()
             if output_format == "json":
@@ -81,7 +81,7 @@ def feedback(like_ids, dislike_ids, forget_ids, library_sources, collection_sour
                 caption = f"{len(entries)} judgement{'' if len(entries) == 1 else 's'} in {store.path}."
                 click.echo(render_entries(entries, caption, width), nl=False)
             else:
-                click.echo(f"No judgements stored in {store.path}.", err=True)
+                say(f"No judgements stored in {store.path}.")
     except (connectors.SourceError, ValueError) as exc:
         fail(str(exc))
 

@@ -1,8 +1,8 @@
 """``litrank sync``: write the top picks into a collection of your Zotero library.
 
-What it writes is planned by :mod:`connectors.zotero_sync_plan` (create, add, update, remove)
-and written by :class:`connectors.zotero_writer.ZoteroWriter`; this module only ties them to the
-ranking. Papers the user already had are not picks (the ranking leaves them out), so the
+What it writes is planned and carried out by :mod:`connectors.zotero_sync_plan` (``make_plan``:
+create, add, update, remove; ``apply_plan``) through :class:`connectors.zotero_writer.ZoteroWriter`;
+this module only ties them to the ranking and reports. Papers the user already had are not picks (the ranking leaves them out), so the
 ranking library is the Zotero library without litrank's own items.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import connectors
 from connectors.zotero_sync_plan import Plan, apply_plan, is_litrank_item_data, make_plan
 
 from . import defaults
-from .cli_common import fail, judgements, load_sources, make_embedder, model_options, stage
+from .cli_common import fail, judgements, load_sources, make_embedder, model_options, say, stage
 from .feedback import is_litrank_item
 from .defaults import DEFAULT_DIVERSITY
 
@@ -99,7 +99,7 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
             except LocalWriteError as exc:
                 if not dry_run:
                     raise
-                click.echo(f"Note: {exc}", err=True)
+                say(f"Note: {exc}")
         elif not dry_run:
             # Before anything is ranked: a read-only key would fail only at the first write.
             zotero_library.check_write_access()
@@ -126,7 +126,7 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
         fail(str(exc))
     if dry_run:
         click.echo(_render_plan(plan, to), nl=False)
-        click.echo(f"Dry run: nothing was written ({plan.counts()}).", err=True)
+        say(f"Dry run: nothing was written ({plan.counts()}).")
         return
     total = plan.write_count()
     try:
@@ -140,20 +140,19 @@ def sync(library_sources, collection_sources, to, top, dry_run, model_name, embe
 
             writer.on_written = written
             result = apply_plan(writer, plan, ranking.n_candidates, to,
-                                lambda path: click.echo(f"Created the collection {path!r}.", err=True))
+                                lambda path: say(f"Created the collection {path!r}."))
     except (connectors.SourceError, WriteError) as exc:
         fail(str(exc))
     failures = result.failures
     for failure in failures:
         click.echo(f"error: not written: {failure}", err=True)
     n_created, n_added, n_updated, n_removed = result.counts()
-    click.echo(f"created {n_created}, added {n_added}, updated {n_updated}, removed {n_removed}"
-               f" in {to!r} of {writer.source}.", err=True)
+    say(f"created {n_created}, added {n_added}, updated {n_updated}, removed {n_removed} in {to!r} of {writer.source}.")
     in_trash = [d for d in trashed if is_litrank_item_data(d)]
     if in_trash:
-        click.echo(f"{len(in_trash)} of litrank's items {'is' if len(in_trash) == 1 else 'are'} in your Zotero trash: "
-                   f"counted as disliked, never created again ({len(plan.trashed)} of them ranked in the top "
-                   f"{top} this time). Restore one from the trash to take the dislike back.", err=True)
+        say(f"{len(in_trash)} of litrank's items {'is' if len(in_trash) == 1 else 'are'} in your Zotero trash: "
+            f"counted as disliked, never created again ({len(plan.trashed)} of them ranked in the top "
+            f"{top} this time). Restore one from the trash to take the dislike back.")
     if failures:
         click.echo(f"{len(failures)} item{'s' if len(failures) != 1 else ''} could not be written; run the same "
                    "command again to complete the sync.", err=True)

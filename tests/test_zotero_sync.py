@@ -455,3 +455,10 @@ def test_sync_into_a_group_library_through_the_web_api(api, uri):
     assert f"created 3, added 0, updated 0, removed 0 in '{TO}' of {uri}." in result.stderr
     assert len([o for o in group.items.values() if {"tag": "litrank"} in o["data"].get("tags", [])]) == 3
     assert not ours(api) and all(r.path.startswith("/groups/4711/") for r in writes(api))
+
+
+def test_quiet_sync_prints_nothing_but_writes_everything(api):
+    result = CliRunner().invoke(main, ["-q", "sync", "-l", USER, "--model", "similarity", "--no-feedback", "--to", TO,
+                                       "-n", "3"], catch_exceptions=False)
+    assert result.exit_code == 0 and result.stderr == "" and result.stdout == ""
+    assert len(in_collection(api)) == 3
