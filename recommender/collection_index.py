@@ -36,9 +36,9 @@ from .text import STOP_WORDS
 # (other n-gram ranges, another tokeniser, other stop words) cannot be scored against.
 _LAYOUT_SETTINGS = {
     "word": {"ngram_range": [1, 2], "strip_accents": "unicode", "tf": "sublinear", "idf": "smooth",
-             "min_df": "2 from 200 papers", "max_df": "0.9 from 10 papers"},
+             "min_df": "2 from 5000 papers", "max_df": "0.9 from 10 papers"},
     "char": {"analyzer": "char_wb", "ngram_range": [4, 4], "strip_accents": "unicode", "tf": "sublinear",
-             "min_df": "2 from 200 papers"},
+             "min_df": "2 from 5000 papers"},
     "title": {"strip_accents": "unicode", "tf": "sublinear"},
     "bm25": {"k1": 1.2, "b": 0.75},
     "lsa": "word tf-idf @ components.T, L2",
@@ -54,7 +54,9 @@ def feature_layout() -> str:
 
 # Below this many papers a second process for the character n-grams costs more than it saves.
 PARALLEL_CHAR_MIN_PAPERS = 1000
-MIN_DF_FROM = 200
+# Terms seen in one paper only are kept below this collection size: matched by one library
+# paper, such a term is the strongest evidence there is (on CSFCube, dropping them costs NDCG).
+MIN_DF_FROM = 5000
 MAX_DF_FROM = 10
 
 
@@ -229,6 +231,55 @@ class CollectionIndex:
         if self.author_rows is None:
             self.author_rows = sparse.csr_matrix((n, len(self.author_names)), dtype=np.float32)
         self._vectorizers: dict = {}
+
+    _MATRICES = ("word_counts", "char_counts", "title_counts", "author_rows")
+    _ARRAYS = ("word_idf", "char_idf", "title_idf", "lsa_components", "embeddings")
+    _LISTS = ("word_terms", "char_terms", "title_terms", "author_names")
+
+    def to_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """``(metadata, arrays)``: JSON-able metadata (vocabularies, layout, embedder) and plain
+        numeric arrays (sparse matrices as ``NAME.data/.indices/.indptr/.shape``), for a file."""
+        metadata = {"layout": self.layout, "embedder_id": self.embedder_id, "n_papers": self.n_papers}
+        metadata.update((name, getattr(self, name)) for name in self._LISTS)
+        arrays = {name: np.asarray(getattr(self, name)) for name in self._ARRAYS if getattr(self, name) is not None}
+        for name in self._MATRICES:
+            matrix = getattr(self, name)
+            if matrix is not None:
+                matrix = sparse.csr_matrix(matrix)
+                arrays.update({f"{name}.data": matrix.data, f"{name}.indices": matrix.indices,
+                               f"{name}.indptr": matrix.indptr, f"{name}.shape": np.asarray(matrix.shape)})
+        return metadata, arrays
+
+    @classmethod
+    def from_parts(cls, metadata: Mapping, arrays: Mapping[str, np.ndarray], papers: list[Paper]) -> "CollectionIndex":
+        """The inverse of :meth:`to_parts`; ValueError when the parts do not make an index of this
+        litrank's feature layout."""
+        if metadata.get("layout") != feature_layout():
+            raise ValueError("the index was built by a litrank with another feature layout (other tokenisation or "
+                             "settings); rebuild it with `litrank index`")
+        if metadata.get("n_papers") != len(papers):
+            raise ValueError(f"the index is inconsistent: {metadata.get('n_papers')} papers announced, "
+                             f"{len(papers)} stored")
+        fields = {name: metadata.get(name) for name in cls._LISTS}
+        fields.update((name, arrays[name]) for name in cls._ARRAYS if name in arrays)
+        for name in cls._MATRICES:
+            if f"{name}.data" in arrays:
+                try:
+                    fields[name] = sparse.csr_matrix(
+                        (arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]),
+                        shape=tuple(int(v) for v in arrays[f"{name}.shape"]))
+                    fields[name].check_format(full_check=True)
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise ValueError(f"the index is inconsistent: matrix {name} is damaged ({exc})") from None
+        if not isinstance(fields["word_terms"], list) or "word_counts" not in fields or "word_idf" not in fields:
+            raise ValueError("the index is inconsistent: it holds no word vocabulary")
+        for terms, matrix, idf in (("word_terms", "word_counts", "word_idf"), ("char_terms", "char_counts", "char_idf"),
+                                   ("title_terms", "title_counts", "title_idf")):
+            if fields.get(matrix) is not None and not (
+                    len(fields[terms] or ()) == fields[matrix].shape[1] == len(fields.get(idf, ()))):
+                raise ValueError(f"the index is inconsistent: {terms} does not match {matrix}")
+        return cls(papers=list(papers), embedder_id=metadata.get("embedder_id"), layout=metadata["layout"],
+                   author_names=fields.pop("author_names") or [], **fields)
 
     @property
     def n_papers(self) -> int:
