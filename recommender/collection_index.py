@@ -75,8 +75,7 @@ def _char_counter(vocabulary=None, n_papers: int = 0):
     from sklearn.feature_extraction.text import CountVectorizer
 
     return CountVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", dtype=np.float32,
-                           vocabulary=vocabulary,
-                           min_df=2 if vocabulary is None and n_papers >= MIN_DF_FROM else 1)
+                           vocabulary=vocabulary, min_df=2 if vocabulary is None and n_papers >= MIN_DF_FROM else 1)
 
 
 def _title_counter(vocabulary=None):
