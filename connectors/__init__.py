@@ -104,6 +104,10 @@ def load(source: str | Path, format: str | None = None) -> list[Paper]:
 
         return zotero.load(source)
     path = Path(source).expanduser()
+    if path.suffix.lower() == ".litrank" and format is None:
+        from . import litrank_index  # a collection index (`litrank index`): its papers
+
+        return litrank_index.read_papers(path)
     if path.suffix.lower() == ".sqlite" and format is None:
         from . import zotero_sqlite
 

@@ -10,9 +10,9 @@ import click
 import connectors
 
 from . import __version__, defaults, report
-from .cli_common import (configure_logging, enrich_papers, fail, judgements, load_sources, make_embedder,
-                         model_options, network_progress, plural, remote_options, remote_sources, say,
-                         settings_default_map, stage, zotero_sources)
+from .cli_common import (configure_logging, enrich_papers, fail, index_embedder, judgements, load_sources,
+                         make_embedder, model_options, network_progress, plural, read_collection_index,
+                         remote_options, remote_sources, say, settings_default_map, stage, zotero_sources)
 from .feedback import is_litrank_item
 
 if TYPE_CHECKING:
@@ -70,7 +70,8 @@ def _source_options(function):
                      help="Your library: a .bib, .jsonl, .json, .csv or .txt file, or a directory of them. "
                           "Repeatable. Default: the bundled example library."),
         click.option("-c", "--collection", "collection_sources", multiple=True, metavar="SOURCE",
-                     help="The papers to rank, in any supported format. Repeatable. "
+                     help="The papers to rank, in any supported format, or a collection index built by "
+                          "`litrank index` (.litrank; then the only source). Repeatable. "
                           "Default: the bundled ICML 2026 list."),
         click.option("--library-format", type=click.Choice(list(connectors.FORMATS)), default=None,
                      help="Read every --library source in this format instead of guessing from the extension."),
@@ -164,9 +165,13 @@ def _rank_and_write(output_format, output, library_sources, collection_sources, 
             library, library_label = load_sources(library_sources, library_format, defaults.bundled_library,
                                                   defaults.LIBRARY_DESCRIPTION, "library")
         with network_progress("Reading the collection..."):
-            collection, collection_label = load_sources(collection_sources, collection_format,
-                                                        defaults.bundled_collection, defaults.COLLECTION_DESCRIPTION,
-                                                        "collection")
+            index = read_collection_index(collection_sources)
+            if index is not None:
+                collection, collection_label = index.papers, collection_sources[0]
+            else:
+                collection, collection_label = load_sources(collection_sources, collection_format,
+                                                            defaults.bundled_collection,
+                                                            defaults.COLLECTION_DESCRIPTION, "collection")
             if enrich:
                 library, _ = enrich_papers(library)
         judged = {} if no_feedback else judgements(library, collection)
@@ -174,11 +179,12 @@ def _rank_and_write(output_format, output, library_sources, collection_sources, 
         library = [paper for paper in library if not is_litrank_item(paper)] or library
         from .ranking import Ranker, make_model  # scikit-learn and SciPy: only when ranking
 
-        model = make_model(model_name, make_embedder(embedder) if model_name != "similarity" else None)
+        choose_embedder = make_embedder if index is None else lambda name: index_embedder(name, index)
+        model = make_model(model_name, choose_embedder(embedder) if model_name != "similarity" else None)
         embedding = " (new papers are embedded first)" if getattr(model, "embedder", None) else ""
         with stage(f"Ranking {len(collection):,} papers against {len(library):,}{embedding}..."):
             ranking = Ranker(model, diversity=diversity).rank(
-                library, collection, top=top or None,
+                library, collection if index is None else index, top=top or None,
                 explain_terms=5 if explain or output_format == "html" else 0, judgements=judged)
     except (connectors.SourceError, ValueError) as exc:
         fail(str(exc))
@@ -260,7 +266,8 @@ from .cli_enrich import enrich  # noqa: E402
 from .cli_evaluate import evaluate  # noqa: E402
 from .cli_feedback import feedback  # noqa: E402
 from .cli_fetch import fetch  # noqa: E402
+from .cli_index import index  # noqa: E402
 from .cli_sync import sync  # noqa: E402
 
-for _command in (cache, config, enrich, evaluate, feedback, fetch, sync):
+for _command in (cache, config, enrich, evaluate, feedback, fetch, index, sync):
     main.add_command(_command)

@@ -292,3 +292,43 @@ def settings_default_map(group: click.Group) -> tuple[dict, object]:
         if values:
             default_map[name] = values
     return default_map, settings
+
+
+def read_collection_index(sources: tuple[str, ...]):
+    """The collection index when ``--collection`` names a ``.litrank`` file (then it must be
+    the only collection source), else None. A stale, foreign or damaged file exits 2."""
+    from connectors import litrank_index
+
+    indexes = [source for source in sources if litrank_index.is_index_path(source)]
+    if not indexes:
+        return None
+    if len(sources) > 1:
+        fail(f"a collection index ({indexes[0]}) must be the only --collection source")
+    try:
+        return litrank_index.read(indexes[0])
+    except connectors.SourceError as exc:
+        fail(str(exc))
+
+
+def index_embedder(name: str | None, index):
+    """The embedder to score against ``index``: the one it was built with when --embedder is not
+    given ("auto"), none for "none"; a different explicit one exits 2."""
+    if name is None:
+        name = os.environ.get(EMBEDDER_ENVIRONMENT, "auto")
+    if name.strip().lower() in NO_EMBEDDER:
+        return None
+    if name.strip().lower() == "auto":
+        if index.embedder_id is None:
+            return None
+        from .embeddings import DEFAULT_EMBEDDER
+
+        built_with = index.embedder_id
+        name = "default" if built_with.endswith(f"/{DEFAULT_EMBEDDER}") else built_with.split("#")[0].removeprefix("path:")
+        embedder = make_embedder(name)
+    else:
+        embedder = make_embedder(name)
+    try:
+        index.check_embedder(embedder)
+    except ValueError as exc:
+        fail(str(exc))
+    return embedder

