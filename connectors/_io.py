@@ -9,7 +9,7 @@ import os
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from .errors import SourceError
 
@@ -167,17 +167,28 @@ def atomic_write_text(path: Path, text: str | Iterable[str], compress: bool | No
     if compress is None:
         compress = path.suffix == ".gz"
     pieces = [text] if isinstance(text, str) else text
+
+    def write(handle) -> None:
+        # mtime=0 keeps compressed output byte-identical for identical inputs.
+        with (gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, filename="") if compress
+              else contextlib.nullcontext(handle)) as stream:
+            for piece in pieces:
+                stream.write(piece.encode("utf-8"))
+
+    atomic_write_binary(path, write)
+
+
+def atomic_write_binary(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Call ``write(handle)`` on a temporary file beside ``path``, flush it to disk and rename it
+    over ``path``: readers see the old file or the whole new one, never a part."""
+    path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise SourceError(f"{path}: directory {directory} does not exist")
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
-            # mtime=0 keeps compressed output byte-identical for identical inputs.
-            with (gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, filename="") if compress
-                  else contextlib.nullcontext(handle)) as stream:
-                for piece in pieces:
-                    stream.write(piece.encode("utf-8"))
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         if path.exists():

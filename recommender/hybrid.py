@@ -44,7 +44,7 @@ from sklearn.preprocessing import normalize
 
 from .model import Driver, TermExplainer
 from .paper import Paper
-from .representations import RepresentationBuilder, Representations
+from .representations import Representations
 from .signals import library_query_bm25
 
 
@@ -183,17 +183,25 @@ class HybridModel(TermExplainer, BaseEstimator):
 
     def fit(self, library: Sequence[Paper], candidates: Sequence[Paper], judgements: Mapping[int, int] | None = None,
             library_grades: Mapping[int, int] | None = None) -> "HybridModel":
-        """Score ``candidates`` against ``library``.
+        """Score ``candidates`` against ``library``: an index of the candidates (see
+        :mod:`recommender.collection_index`) is built and the library scored against it.
 
         ``judgements`` maps candidate index -> -1 for disliked candidates: they never serve
         as feedback. ``library_grades`` is accepted for the common model interface; liked
         papers are already part of ``library``.
         """
-        papers = list(library) + list(candidates)
-        rep = RepresentationBuilder(use_char=self.char_weight > 0, embedder=self.embedder,
-                                    random_state=self.random_state).build(papers, len(library))
-        return self.fit_representations(rep, np.arange(len(library)), np.arange(len(library), len(papers)),
-                                        list(library), judgements, library_grades)
+        from .collection_index import fit_on_index
+
+        index = self.index_builder().build(candidates)
+        return fit_on_index(self, index, library, None, judgements, library_grades)
+
+    def index_builder(self):
+        """The :class:`~recommender.collection_index.CollectionIndexBuilder` this model scores
+        against: character n-grams when ``char_weight`` > 0, the model's embedder."""
+        from .collection_index import CollectionIndexBuilder
+
+        return CollectionIndexBuilder(use_char=self.char_weight > 0, embedder=self.embedder,
+                                      random_state=self.random_state)
 
     def fit_representations(self, rep: Representations, library_rows: np.ndarray, candidate_rows: np.ndarray,
                             library: Sequence[Paper], judgements: Mapping[int, int] | None = None,
