@@ -15,18 +15,15 @@ with all their digits (``repr`` of the float), so a file reproduces the scores e
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ._io import atomic_write_text
+from ._io import atomic_write_binary, atomic_write_text
 from .errors import SourceError
 
 FORMATS = ("csv", "openreview", "parquet")
@@ -59,9 +56,11 @@ def format_for(path: str | Path, requested: str | None = None) -> str:
 
 
 def parquet_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("pyarrow") is not None
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def write_scores(path: str | Path, blocks: Iterable[ScoreBlock], format: str) -> int:
@@ -102,23 +101,6 @@ def _csv_pieces(blocks: Iterable[ScoreBlock], header: bool, openreview: bool) ->
         yield buffer.getvalue()
 
 
-@contextlib.contextmanager
-def _atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path``, renamed over it when the block succeeds."""
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise SourceError(f"{path}: directory {directory} does not exist")
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
-        yield Path(name)
-        os.replace(name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name)
-        raise
-
-
 def _write_parquet(path: Path, blocks: Iterable[ScoreBlock]) -> None:
     try:
         import pyarrow as pa
@@ -127,11 +109,14 @@ def _write_parquet(path: Path, blocks: Iterable[ScoreBlock]) -> None:
         raise SourceError(PARQUET_HINT) from None
     schema = pa.schema([("profile_id", pa.string()), ("paper_id", pa.string()), ("rank", pa.int32()),
                         ("score", pa.float64())])
-    with _atomic_path(path) as temporary:
-        with pq.ParquetWriter(temporary, schema) as writer:
+
+    def write(handle) -> None:
+        with pq.ParquetWriter(handle, schema) as writer:
             for block in blocks:
                 writer.write_table(pa.table({
                     "profile_id": pa.array([block.profile_id] * len(block.paper_ids), pa.string()),
                     "paper_id": pa.array(list(block.paper_ids), pa.string()),
                     "rank": pa.array(np.asarray(block.ranks, dtype=np.int32)),
                     "score": pa.array(np.asarray(block.scores, dtype=np.float64))}, schema=schema))
+
+    atomic_write_binary(path, write)
