@@ -260,6 +260,7 @@ def _html_page(ranking: Ranking, caption: str) -> str:
 
 
 # The other commands live in modules of their own that import only cli_common.
+from .cli_affinity import affinity  # noqa: E402
 from .cli_cache import cache  # noqa: E402
 from .cli_config import config  # noqa: E402
 from .cli_enrich import enrich  # noqa: E402
@@ -269,5 +270,5 @@ from .cli_fetch import fetch  # noqa: E402
 from .cli_index import index  # noqa: E402
 from .cli_sync import sync  # noqa: E402
 
-for _command in (cache, config, enrich, evaluate, feedback, fetch, index, sync):
+for _command in (affinity, cache, config, enrich, evaluate, feedback, fetch, index, sync):
     main.add_command(_command)

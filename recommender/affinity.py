@@ -1,0 +1,198 @@
+"""Affinity: many profiles (libraries) scored against one collection, each as ``litrank rank`` would.
+
+The collection is indexed once (:class:`~recommender.collection_index.CollectionIndex`: its
+vocabularies, TF-IDF rows, BM25 weights, authors and embeddings); every profile is then only
+transformed with the index's vectorisers and scored. The collection is cut into partitions of
+rows, run on an engine (:mod:`recommender.cluster`: this process or a Dask cluster), and the
+hybrid model's collection-wide steps are reduced here (:mod:`recommender.partitioned_scoring`),
+so a profile's score of a paper equals the score ``litrank rank --no-feedback`` gives that paper
+for that library, however the collection is partitioned. Papers of a profile that are in the
+collection are not its candidates (as ``rank`` skips papers already in the library).
+
+Profiles are scored in groups of at most ``column_budget`` library papers, so memory is bounded
+by partition rows × group columns, not by the number of profiles.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+from scipy import sparse
+from sklearn.preprocessing import normalize
+
+from . import partitioned_scoring as steps
+from .collection_index import CollectionIndex, author_incidence
+from .hybrid import HybridModel
+from .paper import Paper
+
+# Rows per partition: a partition's blocks are rows × library columns float64 (50,000 × 256: 100 MB).
+PARTITION_ROWS = 50_000
+COLUMN_BUDGET = 256
+
+
+@dataclass
+class ProfileScores:
+    """One profile's scores: ``rows`` (collection rows, best first) scored ``scores``."""
+
+    profile_id: str
+    rows: np.ndarray
+    scores: np.ndarray
+
+    def paper_ids(self, index: CollectionIndex) -> list[str]:
+        return [index.papers[row].id for row in self.rows]
+
+
+def partition_bounds(n_papers: int, n_partitions: int | None = None, rows: int = PARTITION_ROWS) -> list[tuple[int, int]]:
+    """Contiguous row ranges: ``n_partitions`` of them when given, else of at most ``rows`` rows."""
+    if n_papers == 0:
+        return []
+    count = max(1, min(n_papers, n_partitions or -(-n_papers // rows)))
+    edges = np.linspace(0, n_papers, count + 1).round().astype(int)
+    return [(int(start), int(stop)) for start, stop in zip(edges[:-1], edges[1:]) if stop > start]
+
+
+class AffinityScorer:
+    """Scores profiles against a collection index with the hybrid model's settings.
+
+    Parameters
+    ----------
+    model : HybridModel
+        Its parameters (and embedder) are the scores' model; it is not fitted here.
+    top : int or None
+        Keep each profile's ``top`` best papers (None: every paper).
+    column_budget : int
+        Library papers scored together (profiles are grouped up to this many).
+    """
+
+    def __init__(self, model: HybridModel | None = None, top: int | None = None, column_budget: int = COLUMN_BUDGET):
+        self.model = model if model is not None else HybridModel()
+        self.top = top
+        self.column_budget = column_budget
+
+    def score(self, index: CollectionIndex, profiles: Mapping[str, Sequence[Paper]], engine,
+              n_partitions: int | None = None) -> Iterator[ProfileScores]:
+        """Each profile's scores, in the order of ``profiles``; partitions run on ``engine``."""
+        if not isinstance(self.model, HybridModel):
+            raise ValueError("affinity scores use the hybrid model (--model hybrid)")
+        index.check_embedder(self.model.embedder)
+        names = list(profiles)
+        libraries = [list(profiles[name]) for name in names]
+        bounds = partition_bounds(index.n_papers, n_partitions)
+        parts = engine.put([steps.CollectionPart.of_index(index, start, stop) for start, stop in bounds])
+        columns = _library_rows(index, [paper for library in libraries for paper in library], self.model)
+        offsets = np.cumsum([0] + [len(library) for library in libraries])
+        for group in _groups([len(library) for library in libraries], self.column_budget):
+            rows = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in group])
+            library = self._columns(columns, rows, [libraries[g] for g in group])
+            block_scores = self._score_group(engine, parts, library, [libraries[g] for g in group])
+            for position, g in enumerate(group):
+                yield self._ranked(names[g], index, block_scores[:, position])
+
+    def _columns(self, columns: dict, rows: np.ndarray, libraries: list[list[Paper]]) -> steps.LibraryColumns:
+        model = self.model
+        profile_of = np.repeat(np.arange(len(libraries)), [len(library) for library in libraries])
+        counts = columns["unigrams"][rows]
+        queries = np.vstack([np.log1p(np.asarray(counts[profile_of == p].sum(axis=0)).ravel())
+                             for p in range(len(libraries))])
+        return steps.LibraryColumns(
+            papers=[paper for library in libraries for paper in library], profile_of=profile_of,
+            word=columns["word"][rows], char=None if columns["char"] is None else columns["char"][rows],
+            embeddings=None if columns["embedding"] is None else columns["embedding"][rows], queries=queries,
+            authors=columns["authors"][rows], char_weight=model.char_weight, dense_weight=model.dense_weight,
+            feedback_docs=model.feedback_docs, feedback_weight=model.feedback_weight,
+            profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation)
+
+    def _score_group(self, engine, parts, library: steps.LibraryColumns, libraries: list[list[Paper]]) -> np.ndarray:
+        states = engine.step(steps.first_moments, parts, [None] * len(parts), library, libraries)
+        moments = engine.collect(states, "out")
+        statistics = {name: steps.merge_moments(m[name] for m in moments) for name in ("lexical", "dense")
+                      if name in moments[0]}
+        best = np.max([m["bm25_max"] for m in moments], axis=0)
+        candidates = np.array([m["lexical"][0] for m in moments]).sum(axis=0)  # per column
+        library_vectors = steps.joined(library.word, library.char, library.char_weight)
+        expanded = library_vectors
+        if self.model.feedback_docs > 0 and self.model.feedback_weight > 0:
+            expanded = self._feedback(engine, parts, states, library, library_vectors, statistics, candidates)
+        states = engine.step(steps.expanded_moments, parts, states, expanded, library.char_weight, best)
+        moments = engine.collect(states, "out")
+        for name in ("expanded", "bm25"):
+            statistics[name] = steps.merge_moments(m[name] for m in moments)
+        states = engine.step(steps.final_scores, parts, states, library, statistics)
+        return np.vstack(engine.collect(states, "out"))
+
+    def _feedback(self, engine, parts, states, library: steps.LibraryColumns, library_vectors, statistics,
+                  candidates: np.ndarray):
+        """Each library paper moved towards the centroid of its best first-pass papers (Rocchio),
+        those chosen among every partition's candidates and the profile's other papers."""
+        n_columns = len(library.profile_of)
+        sizes = library.sizes()
+        # Library rows as feedback: a profile's other papers, never the paper itself.
+        own = steps.lexical_block(library.word, library.char, library.word, library.char, library.char_weight)
+        own_dense = None if "dense" not in statistics else np.asarray(library.embeddings @ library.embeddings.T)
+        own_scores = steps.first_pass(own, own_dense, statistics, library.dense_weight)
+        same_profile = library.profile_of[:, None] == library.profile_of[None, :]
+        own_scores[~same_profile | np.eye(n_columns, dtype=bool)] = -np.inf
+        # k as the model sets it: feedback_docs, or fewer when a profile has fewer papers to offer.
+        available = candidates + (sizes[library.profile_of] - 1)
+        k_of = np.minimum(self.model.feedback_docs,
+                          np.array([available[library.profile_of == p].min() for p in range(len(sizes))]))
+        k_max = int(k_of.max()) if len(k_of) else 0
+        local = engine.collect(engine.step(steps.local_feedback, parts, states, library, statistics, k_max), "out")
+        # Library rows are named -1 - column, collection rows by their row.
+        own_rows = np.broadcast_to((-1 - np.arange(n_columns))[:, None], (n_columns, n_columns))
+        rows = np.vstack([own_rows] + [found for found, _ in local])
+        scores = np.vstack([own_scores] + [values for _, values in local])
+        selected = np.full((k_max, n_columns), -1, dtype=np.int64)
+        chosen_own = sparse.lil_matrix((n_columns, n_columns))
+        for column in range(n_columns):
+            k = int(k_of[library.profile_of[column]])
+            if k <= 0:
+                continue
+            best = np.argpartition(-scores[:, column], k - 1)[:k]
+            picked = rows[best, column]
+            collection_rows = picked[picked >= 0]
+            selected[: len(collection_rows), column] = collection_rows
+            for library_row in -1 - picked[picked < 0]:
+                chosen_own[column, library_row] = 1.0
+        sums = engine.collect(engine.step(steps.centroid_sums, parts, states, selected, library.char_weight), "out")
+        centroids = functools.reduce(operator.add, sums, chosen_own.tocsr() @ library_vectors)
+        inverse_k = np.where(k_of > 0, 1.0 / np.maximum(k_of, 1), 0.0)[library.profile_of]
+        weights = np.where(k_of > 0, self.model.feedback_weight / sizes, 0.0)[library.profile_of]
+        centroids = normalize(sparse.csr_matrix(sparse.diags(inverse_k) @ centroids))
+        return normalize(sparse.csr_matrix(library_vectors) + sparse.diags(weights) @ centroids)
+
+    def _ranked(self, name: str, index: CollectionIndex, scores: np.ndarray) -> ProfileScores:
+        rows = np.flatnonzero(~np.isnan(scores))
+        values = scores[rows]
+        ids = np.array([index.papers[row].id for row in rows], dtype=object)
+        order = np.lexsort((ids, -np.round(values, 10)))  # rank's order: score, then paper id
+        if self.top:
+            order = order[: self.top]
+        return ProfileScores(name, rows[order], values[order])
+
+
+def _library_rows(index: CollectionIndex, papers: list[Paper], model: HybridModel) -> dict:
+    """Every profile's papers transformed with the index's vectorisers, in one pass (one
+    embedding call: papers shared by several profiles are embedded once, the cache shared)."""
+    rep = index.representations(papers, embedder=model.embedder)
+    n = len(papers)
+    vocabulary = {name: column for column, name in enumerate(index.author_names)}
+    return {"word": rep.vectors["word"][:n], "char": rep.vectors["char"][:n] if "char" in rep.vectors else None,
+            "embedding": rep.vectors["embedding"][:n] if "embedding" in rep.vectors else None,
+            "unigrams": rep.term_counts[:n], "authors": author_incidence(papers, vocabulary, grow=False)}
+
+
+def _groups(sizes: list[int], budget: int) -> list[list[int]]:
+    groups, current, used = [], [], 0
+    for position, size in enumerate(sizes):
+        if current and used + size > budget:
+            groups.append(current)
+            current, used = [], 0
+        current.append(position)
+        used += size
+    if current:
+        groups.append(current)
+    return groups

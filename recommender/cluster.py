@@ -1,0 +1,100 @@
+"""Where partitioned work runs: in this process, or on a ``dask.distributed`` cluster.
+
+:class:`LocalEngine` and :class:`DaskEngine` have one interface: ``put(partitions)`` places
+them, ``step(function, partitions, states, *shared)`` runs ``function(partition, state, *shared)``
+on each (``shared`` values go to every call, sent once) and returns the new states, and
+``collect(states, key)`` brings back one value of each state. The partitioned scoring is one
+piece of code whichever engine runs it. Dask is the optional extra
+``pip install 'litrank[dask]'``; it is imported only here and only when a cluster is asked for.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator, Sequence
+
+DASK_HINT = "running on a cluster needs the optional extra: pip install 'litrank[dask]'"
+
+
+class ClusterUnavailable(RuntimeError):
+    """No cluster can be used here; the message says what to install or fix."""
+
+
+class LocalEngine:
+    """Runs every partition in this process, one after another."""
+
+    description = "this process"
+    n_workers = 1
+
+    def put(self, items: Sequence) -> list:
+        return list(items)
+
+    def step(self, function: Callable, items: Sequence, states: Sequence, *shared) -> list:
+        return [function(item, state, *shared) for item, state in zip(items, states)]
+
+    def collect(self, states: Sequence, key: str) -> list:
+        return [state[key] for state in states]
+
+
+def _pick(state: dict, key: str):
+    return state[key]
+
+
+class DaskEngine:
+    """Runs partitions on the workers of a ``distributed.Client``.
+
+    Partitions are sent once (:meth:`put`); each step's state (the partition's intermediate
+    blocks) stays on the workers as a future, and only what a reduce step needs (the value
+    under one key of each state) comes back (:meth:`collect`). Steps are pure functions of
+    their inputs, so a state moved or recomputed by Dask is the same state."""
+
+    def __init__(self, client, description: str):
+        self.client = client
+        self.description = description
+
+    @property
+    def n_workers(self) -> int:
+        return max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    def put(self, items: Sequence) -> list:
+        return self.client.scatter(list(items))
+
+    def step(self, function: Callable, items: Sequence, states: Sequence, *shared) -> list:
+        shared = [self.client.scatter(value, broadcast=True) for value in shared]
+        return [self.client.submit(function, item, state, *shared, pure=False) for item, state in zip(items, states)]
+
+    def collect(self, states: Sequence, key: str) -> list:
+        return self.client.gather([self.client.submit(_pick, state, key, pure=False) for state in states])
+
+
+def dask_available() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("distributed") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def engine(scheduler: str | None = None, workers: int | None = None,
+           memory_limit: str = "auto") -> Iterator[LocalEngine | DaskEngine]:
+    """The engine for ``--scheduler ADDRESS`` (an existing cluster) or ``--workers N`` (a
+    ``LocalCluster`` of N single-threaded worker processes, closed on exit); neither: this process."""
+    if scheduler is None and not workers:
+        yield LocalEngine()
+        return
+    if not dask_available():
+        raise ClusterUnavailable(DASK_HINT)
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ClusterUnavailable(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        with client:
+            yield DaskEngine(client, f"the Dask cluster at {scheduler}")
+        return
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      memory_limit=memory_limit) as cluster, Client(cluster) as client:
+        yield DaskEngine(client, f"a local Dask cluster of {workers} worker{'s' if workers != 1 else ''}")

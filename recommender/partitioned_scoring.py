@@ -1,0 +1,252 @@
+"""The hybrid model's scores, computed over a collection split into row partitions.
+
+:meth:`recommender.hybrid.HybridModel.fit_representations` reads the collection three ways
+that are not row-by-row: it standardises each library paper's similarities over all
+candidates, picks each library paper's pseudo-relevance-feedback neighbours (its
+``feedback_docs`` best first-pass scores) across the whole collection, and scales and
+standardises the whole-library BM25 profile over all candidates. Here each of those is a map
+over the partitions (count, mean and sum of squared deviations per column; local top-k;
+partial centroid sums) and a reduce on the caller's side (Chan's merge of the moments; the
+global top-k; the centroid), so that any partitioning gives the model's scores, equal to
+within floating-point rounding of the summation order.
+
+Many profiles are scored at once: their libraries are the columns of one block ("library
+columns"), each column knowing its profile. Partitions (:class:`CollectionPart`) hold rows of
+a :class:`~recommender.collection_index.CollectionIndex`; each map step takes the state the
+previous one left (its blocks, on the worker with Dask) and returns the next, with what the
+reduce needs under ``"out"``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from .hybrid import aggregation_depth, profile_share
+from .paper import IdentityIndex, Paper
+
+
+@dataclass
+class CollectionPart:
+    """Rows ``offset .. offset + len(papers)`` of a collection index."""
+
+    offset: int
+    papers: list[Paper]
+    word: sparse.csr_matrix
+    char: sparse.csr_matrix | None
+    embeddings: np.ndarray | None
+    bm25: sparse.csr_matrix
+    authors: sparse.csr_matrix
+
+    @classmethod
+    def of_index(cls, index, start: int, stop: int) -> "CollectionPart":
+        return cls(start, index.papers[start:stop], index.word_rows[start:stop],
+                   None if index.char_rows is None else index.char_rows[start:stop],
+                   None if index.embeddings is None else index.embeddings[start:stop],
+                   index.bm25_rows[start:stop], index.author_rows[start:stop])
+
+
+@dataclass
+class LibraryColumns:
+    """The library papers of a group of profiles, one column each, and the model's settings.
+
+    ``profile_of[j]`` is the profile (0..n_profiles-1) of column ``j``; ``queries`` holds one
+    whole-library BM25 query per profile (log(1 + term counts)).
+    """
+
+    papers: list[Paper]
+    profile_of: np.ndarray
+    word: sparse.csr_matrix
+    char: sparse.csr_matrix | None
+    embeddings: np.ndarray | None
+    queries: np.ndarray
+    authors: sparse.csr_matrix
+    char_weight: float
+    dense_weight: float
+    feedback_docs: int
+    feedback_weight: float
+    profile_weight: float
+    author_weight: float
+    aggregation: str | int = "auto"
+
+    @property
+    def n_profiles(self) -> int:
+        return len(self.queries)
+
+    def columns_of(self, profile: int) -> np.ndarray:
+        return np.flatnonzero(self.profile_of == profile)
+
+    def sizes(self) -> np.ndarray:
+        return np.bincount(self.profile_of, minlength=self.n_profiles)
+
+
+# ------------------------------------------------------------------------------------ moments
+
+
+def column_moments(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Count, mean and sum of squared deviations of each column, NaN entries left out."""
+    block = np.asarray(block, dtype=np.float64)
+    count = (~np.isnan(block)).sum(axis=0).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, np.nansum(block, axis=0) / np.maximum(count, 1), 0.0)
+        squares = np.nansum((block - mean) ** 2, axis=0)
+    return count, mean, squares
+
+
+def merge_moments(parts) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation (population) of each column, from the parts' moments."""
+    count = mean = squares = None
+    for n_b, mean_b, squares_b in parts:
+        if count is None:
+            count, mean, squares = n_b.copy(), mean_b.copy(), squares_b.copy()
+            continue
+        total = count + n_b
+        safe = np.maximum(total, 1)
+        delta = mean_b - mean
+        mean = mean + delta * n_b / safe
+        squares = squares + squares_b + delta ** 2 * count * n_b / safe
+        count = total
+    return mean, np.sqrt(squares / np.maximum(count, 1))
+
+
+def nonzero(spread: np.ndarray) -> np.ndarray:
+    """``spread`` with zeros replaced by 1 (a constant column stays 0 once centred)."""
+    spread = np.array(spread, dtype=np.float64)
+    spread[spread == 0] = 1.0
+    return spread
+
+
+# --------------------------------------------------------------------------------- map steps
+
+
+def _dense(product) -> np.ndarray:
+    return product.toarray() if sparse.issparse(product) else np.asarray(product)
+
+
+def lexical_block(word, char, library_word, library_char, char_weight: float) -> np.ndarray:
+    """Cosine of the joined word | character vectors, as the hybrid model computes it."""
+    block = _dense(word @ library_word.T)
+    if char is None or library_char is None or char_weight <= 0:
+        return block
+    weight = float(char_weight) ** 2
+    return (block + weight * _dense(char @ library_char.T)) / (1.0 + weight)
+
+
+def excluded_rows(part: CollectionPart, profiles: list[list[Paper]]) -> list[np.ndarray]:
+    """For each profile, the part's rows that are papers of the profile (not its candidates)."""
+    keys: dict[str, list[int]] = {}
+    for row, paper in enumerate(part.papers):
+        for key in paper.identity_keys():
+            keys.setdefault(key.partition("|")[0], []).append(row)
+    result = []
+    for profile in profiles:
+        known = IdentityIndex(profile)
+        rows = {row for paper in profile for key in paper.identity_keys() for row in keys.get(key.partition("|")[0], ())}
+        result.append(np.array(sorted(row for row in rows if part.papers[row] in known), dtype=np.int64))
+    return result
+
+
+def first_moments(part: CollectionPart, state, library: LibraryColumns, profiles: list[list[Paper]]) -> dict:
+    """Map 1: the first-pass similarity blocks, their column moments and the BM25 profile's."""
+    mask = np.zeros((len(part.papers), library.n_profiles), dtype=bool)
+    for index, rows in enumerate(excluded_rows(part, profiles)):
+        mask[rows, index] = True
+    column_mask = mask[:, library.profile_of]
+    lexical = lexical_block(part.word, part.char, library.word, library.char, library.char_weight)
+    lexical = lexical.astype(np.float64)
+    lexical[column_mask] = np.nan
+    state = {"mask": mask, "lexical": lexical}
+    moments = {"lexical": column_moments(lexical)}
+    if part.embeddings is not None and library.embeddings is not None and library.dense_weight > 0:
+        dense = np.asarray(part.embeddings @ library.embeddings.T).astype(np.float64)
+        dense[column_mask] = np.nan
+        state["dense"] = dense
+        moments["dense"] = column_moments(dense)
+    # float32 as the model computes it (its BM25 profile is a float32 product, scaled in float32).
+    bm25 = np.asarray(part.bm25 @ library.queries.T).reshape(len(part.papers), -1)
+    state["bm25"] = bm25
+    moments["bm25_max"] = np.max(np.where(mask, -np.inf, bm25), axis=0, initial=-np.inf)
+    state["out"] = moments
+    return state
+
+
+def first_pass(block_lexical, block_dense, statistics, dense_weight: float) -> np.ndarray:
+    """The fused, standardised first-pass scores that choose the feedback papers."""
+    mean, spread = statistics["lexical"]
+    scores = (np.asarray(block_lexical, dtype=np.float64) - mean) / nonzero(spread)
+    if block_dense is not None and "dense" in statistics:
+        mean, spread = statistics["dense"]
+        scores = scores + dense_weight * (np.asarray(block_dense, dtype=np.float64) - mean) / nonzero(spread)
+    return scores
+
+
+def local_feedback(part: CollectionPart, state: dict, library: LibraryColumns, statistics, k: int) -> dict:
+    """Map 2: each column's ``k`` best first-pass rows of this part: (global rows, scores), (k, n_columns)."""
+    scores = first_pass(state["lexical"], state.get("dense"), statistics, library.dense_weight)
+    scores[np.isnan(scores)] = -np.inf
+    k = min(k, scores.shape[0])
+    top = np.argpartition(-scores, k - 1, axis=0)[:k] if k else np.empty((0, scores.shape[1]), dtype=np.int64)
+    return {**state, "out": (top + part.offset, np.take_along_axis(scores, top, axis=0))}
+
+
+def centroid_sums(part: CollectionPart, state: dict, selected_rows: np.ndarray, char_weight: float) -> dict:
+    """Map 3: per column, the sum of the lexical vectors this part holds among the column's
+    feedback papers (``selected_rows``: (k, n_columns) global rows, -1 for none)."""
+    n_rows, n_columns = len(part.papers), selected_rows.shape[1]
+    local = selected_rows - part.offset
+    inside = (local >= 0) & (local < n_rows) & (selected_rows >= 0)
+    columns = np.broadcast_to(np.arange(n_columns), selected_rows.shape)[inside]
+    selection = sparse.csr_matrix((np.ones(columns.size), (columns, local[inside])), shape=(n_columns, n_rows))
+    return {**state, "out": selection @ joined(part.word, part.char, char_weight)}
+
+
+def joined(word, char, char_weight: float):
+    """The hybrid model's lexical vectors: word | character rows, weighted, unit length."""
+    if char is None or char_weight <= 0:
+        return word
+    weight = float(char_weight)
+    scale = 1.0 / np.sqrt(1.0 + weight ** 2)
+    return sparse.hstack([word * scale, char * (weight * scale)], format="csr")
+
+
+def expanded_moments(part: CollectionPart, state: dict, expanded, char_weight: float, bm25_best: np.ndarray) -> dict:
+    """Map 4: cosine of each row with the feedback-expanded library vectors (joined space) and
+    the BM25 profile scaled to its best candidate, with the moments of both."""
+    block = _dense(joined(part.word, part.char, char_weight) @ expanded.T).astype(np.float64)
+    block[np.isnan(state["lexical"])] = np.nan
+    bm25 = state["bm25"]
+    best = bm25_best.astype(bm25.dtype)
+    scaled = np.where(best > 0, bm25 / np.where(best > 0, best, 1), bm25).astype(np.float64)
+    scaled[state["mask"]] = np.nan
+    return {**state, "expanded": block, "bm25": scaled,
+            "out": {"expanded": column_moments(block), "bm25": column_moments(scaled)}}
+
+
+def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, statistics) -> dict:
+    """Map 5: each row's score for each profile, (n_rows, n_profiles), NaN where the row is a
+    paper of the profile; the state keeps nothing else."""
+    mean, spread = statistics["expanded"]
+    fused = (state["expanded"] - mean) / nonzero(spread)
+    if "dense" in state and "dense" in statistics:
+        mean, spread = statistics["dense"]
+        fused = fused + library.dense_weight * (state["dense"] - mean) / nonzero(spread)
+    sizes = library.sizes()
+    authors = _dense(part.authors @ library.authors.T)  # float32, as the model's author block
+    bm25_mean, bm25_spread = statistics["bm25"]
+    scores = np.empty((len(part.papers), library.n_profiles))
+    for profile in range(library.n_profiles):
+        columns, n = library.columns_of(profile), int(sizes[profile])
+        k = aggregation_depth(n) if library.aggregation == "auto" else max(1, min(int(library.aggregation), n))
+        block = np.nan_to_num(fused[:, columns], nan=-np.inf)
+        if k < n:
+            block = -np.partition(-block, k - 1, axis=1)[:, :k]
+        with np.errstate(invalid="ignore"):
+            total = block.mean(axis=1)
+        if n > 1 and library.profile_weight > 0:
+            z = (state["bm25"][:, profile] - bm25_mean[profile]) / nonzero(bm25_spread[profile:profile + 1])[0]
+            total = total + profile_share(n, library.profile_weight) * z
+        total = total + library.author_weight * np.log1p(authors[:, columns].sum(axis=1)) / np.sqrt(n)
+        total[state["mask"][:, profile]] = np.nan
+        scores[:, profile] = total
+    return {"out": scores}
