@@ -185,3 +185,10 @@ def test_progress_lines_never_break_a_run(monkeypatch):
     assert shown == ["Reading the library...", "Reading the collection...", "Ranking 70 papers against 54..."]
     quiet = run("-q", "rank", "-n", "1")
     assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_python_dash_m_runs_the_same_command():
+    result = subprocess.run([sys.executable, "-m", "recommender", "--help"], capture_output=True, text=True,
+                            check=False, cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 0 and result.stdout.startswith("Usage: litrank [OPTIONS] COMMAND")
+    assert "affinity" in result.stdout and "index" in result.stdout

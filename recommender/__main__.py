@@ -1,0 +1,4 @@
+"""``python -m recommender``: the ``litrank`` command without its console script."""
+from recommender.cli import main
+
+main(prog_name="litrank")
