@@ -82,7 +82,7 @@ class AffinityScorer:
         libraries = [list(profiles[name]) for name in names]
         bounds = partition_bounds(index.n_papers, n_partitions)
         parts = engine.put([steps.CollectionPart.of_index(index, start, stop) for start, stop in bounds])
-        columns = _library_rows(index, [paper for library in libraries for paper in library], self.model)
+        columns = _library_rows(index, libraries, self.model)
         offsets = np.cumsum([0] + [len(library) for library in libraries])
         for group in _groups([len(library) for library in libraries], self.column_budget):
             rows = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in group])
@@ -91,31 +91,36 @@ class AffinityScorer:
             for position, g in enumerate(group):
                 yield self._ranked(names[g], index, block_scores[:, position])
 
-    def _columns(self, columns: dict, rows: np.ndarray, libraries: list[list[Paper]]) -> steps.LibraryColumns:
+    def _columns(self, columns: dict, rows: np.ndarray, libraries: list[list[Paper]]) -> "_Columns":
         model = self.model
         profile_of = np.repeat(np.arange(len(libraries)), [len(library) for library in libraries])
         counts = columns["unigrams"][rows]
         queries = np.vstack([np.log1p(np.asarray(counts[profile_of == p].sum(axis=0)).ravel())
                              for p in range(len(libraries))])
-        return steps.LibraryColumns(
+        word, char = columns["word"][rows], None if columns["char"] is None else columns["char"][rows]
+        layout = _Layout(columns["word_columns"], columns["word"].shape[1], columns["char_columns"],
+                         0 if char is None else char.shape[1])
+        return _Columns(layout, word, char, steps.LibraryColumns(
             papers=[paper for library in libraries for paper in library], profile_of=profile_of,
-            word=columns["word"][rows], char=None if columns["char"] is None else columns["char"][rows],
+            word=layout.collection_part(word, "word"), char=layout.collection_part(char, "char"),
             embeddings=None if columns["embedding"] is None else columns["embedding"][rows], queries=queries,
             authors=columns["authors"][rows], char_weight=model.char_weight, dense_weight=model.dense_weight,
             feedback_docs=model.feedback_docs, feedback_weight=model.feedback_weight,
-            profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation)
+            profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation))
 
-    def _score_group(self, engine, parts, library: steps.LibraryColumns, libraries: list[list[Paper]]) -> np.ndarray:
+    def _score_group(self, engine, parts, columns: "_Columns", libraries: list[list[Paper]]) -> np.ndarray:
+        library = columns.library
         states = engine.step(steps.first_moments, parts, [None] * len(parts), library, libraries)
         moments = engine.collect(states, "out")
         statistics = {name: steps.merge_moments(m[name] for m in moments) for name in ("lexical", "dense")
                       if name in moments[0]}
         best = np.max([m["bm25_max"] for m in moments], axis=0)
         candidates = np.array([m["lexical"][0] for m in moments]).sum(axis=0)  # per column
-        library_vectors = steps.joined(library.word, library.char, library.char_weight)
+        library_vectors = steps.joined(columns.word, columns.char, library.char_weight)
         expanded = library_vectors
         if self.model.feedback_docs > 0 and self.model.feedback_weight > 0:
-            expanded = self._feedback(engine, parts, states, library, library_vectors, statistics, candidates)
+            expanded = self._feedback(engine, parts, states, columns, library_vectors, statistics, candidates)
+        expanded = columns.layout.to_collection(sparse.csr_matrix(expanded))
         states = engine.step(steps.expanded_moments, parts, states, expanded, library.char_weight, best)
         moments = engine.collect(states, "out")
         for name in ("expanded", "bm25"):
@@ -123,14 +128,15 @@ class AffinityScorer:
         states = engine.step(steps.final_scores, parts, states, library, statistics)
         return np.vstack(engine.collect(states, "out"))
 
-    def _feedback(self, engine, parts, states, library: steps.LibraryColumns, library_vectors, statistics,
+    def _feedback(self, engine, parts, states, columns: "_Columns", library_vectors, statistics,
                   candidates: np.ndarray):
         """Each library paper moved towards the centroid of its best first-pass papers (Rocchio),
         those chosen among every partition's candidates and the profile's other papers."""
+        library = columns.library
         n_columns = len(library.profile_of)
         sizes = library.sizes()
         # Library rows as feedback: a profile's other papers, never the paper itself.
-        own = steps.lexical_block(library.word, library.char, library.word, library.char, library.char_weight)
+        own = steps.lexical_block(columns.word, columns.char, columns.word, columns.char, library.char_weight)
         own_dense = None if "dense" not in statistics else np.asarray(library.embeddings @ library.embeddings.T)
         own_scores = steps.first_pass(own, own_dense, statistics, library.dense_weight)
         same_profile = library.profile_of[:, None] == library.profile_of[None, :]
@@ -158,6 +164,7 @@ class AffinityScorer:
             for library_row in -1 - picked[picked < 0]:
                 chosen_own[column, library_row] = 1.0
         sums = engine.collect(engine.step(steps.centroid_sums, parts, states, selected, library.char_weight), "out")
+        sums = [columns.layout.from_collection(sparse.csr_matrix(part_sum)) for part_sum in sums]
         centroids = functools.reduce(operator.add, sums, chosen_own.tocsr() @ library_vectors)
         inverse_k = np.where(k_of > 0, 1.0 / np.maximum(k_of, 1), 0.0)[library.profile_of]
         weights = np.where(k_of > 0, self.model.feedback_weight / sizes, 0.0)[library.profile_of]
@@ -174,13 +181,79 @@ class AffinityScorer:
         return ProfileScores(name, rows[order], values[order])
 
 
-def _library_rows(index: CollectionIndex, papers: list[Paper], model: HybridModel) -> dict:
-    """Every profile's papers transformed with the index's vectorisers, in one pass (one
-    embedding call: papers shared by several profiles are embedded once, the cache shared)."""
+@dataclass
+class _Layout:
+    """Where the collection's columns sit among the library columns' (word | char, each followed
+    by the profiles' own terms, which no collection paper holds)."""
+
+    word_columns: int
+    word_width: int
+    char_columns: int
+    char_width: int
+
+    def collection_part(self, rows, name: str):
+        if rows is None:
+            return None
+        return sparse.csr_matrix(rows)[:, : self.word_columns if name == "word" else self.char_columns]
+
+    def to_collection(self, joined: sparse.csr_matrix) -> sparse.csr_matrix:
+        """Joined library-layout rows restricted to the collection's joined columns (word | char)."""
+        coo = joined.tocoo()
+        word = coo.col < self.word_columns
+        char = (coo.col >= self.word_width) & (coo.col < self.word_width + self.char_columns)
+        keep = word | char
+        cols = np.where(word, coo.col, coo.col - (self.word_width - self.word_columns))[keep]
+        return sparse.csr_matrix((coo.data[keep], (coo.row[keep], cols)),
+                                 shape=(joined.shape[0], self.word_columns + self.char_columns))
+
+    def from_collection(self, joined: sparse.csr_matrix) -> sparse.csr_matrix:
+        """Joined collection-layout rows placed among the library layout's columns."""
+        indices = np.where(joined.indices < self.word_columns, joined.indices,
+                           joined.indices + (self.word_width - self.word_columns))
+        return sparse.csr_matrix((joined.data, indices, joined.indptr),
+                                 shape=(joined.shape[0], self.word_width + self.char_width))
+
+
+@dataclass
+class _Columns:
+    """A group's library columns: with their own terms (``word``, ``char``) and as the partitions
+    see them (``library``, the collection's columns only)."""
+
+    layout: _Layout
+    word: sparse.csr_matrix
+    char: sparse.csr_matrix | None
+    library: steps.LibraryColumns
+
+
+def _own_terms_apart(blocks: list[sparse.csr_matrix], n_columns: int) -> sparse.csr_matrix:
+    """Profiles' rows stacked, each profile's own-term columns (from ``n_columns`` on) moved
+    past the previous profiles' so that no two profiles share one."""
+    rows, offset = [], 0
+    for block in blocks:
+        block = sparse.csr_matrix(block)
+        own = block.indices >= n_columns
+        indices = np.where(own, block.indices + offset, block.indices)
+        rows.append(sparse.csr_matrix((block.data, indices, block.indptr), shape=(block.shape[0], 0)))
+        offset += block.shape[1] - n_columns
+    width = n_columns + offset
+    return sparse.vstack([sparse.csr_matrix((r.data, r.indices, r.indptr), shape=(r.shape[0], width)) for r in rows],
+                         format="csr")
+
+
+def _library_rows(index: CollectionIndex, libraries: list[list[Paper]], model: HybridModel) -> dict:
+    """Every profile's papers transformed with the index's vectorisers, each profile as ``rank``
+    transforms a library (its own IDF and terms, see ``CollectionIndex.library_rows``); one
+    embedding call for all (papers shared by several profiles are embedded once, the cache shared)."""
+    papers = [paper for library in libraries for paper in library]
     rep = index.representations(papers, embedder=model.embedder)
     n = len(papers)
+    word = _own_terms_apart([index.library_rows("word", [p.text for p in library]) for library in libraries],
+                            len(index.word_terms))
+    char = None if index.char_rows is None or "char" not in rep.vectors else _own_terms_apart(
+        [index.library_rows("char", [p.text for p in library]) for library in libraries], len(index.char_terms))
     vocabulary = {name: column for column, name in enumerate(index.author_names)}
-    return {"word": rep.vectors["word"][:n], "char": rep.vectors["char"][:n] if "char" in rep.vectors else None,
+    return {"word": word, "char": char, "word_columns": len(index.word_terms),
+            "char_columns": 0 if char is None else len(index.char_terms),
             "embedding": rep.vectors["embedding"][:n] if "embedding" in rep.vectors else None,
             "unigrams": rep.term_counts[:n], "authors": author_incidence(papers, vocabulary, grow=False)}
 

@@ -160,6 +160,21 @@ def embedder_id(embedder) -> str | None:
     return None if embedder is None else str(getattr(embedder, "model_id", type(embedder).__name__))
 
 
+def _widen(rows: sparse.csr_matrix, n_columns: int) -> sparse.csr_matrix:
+    """``rows`` with empty columns appended up to ``n_columns`` (no copy)."""
+    return sparse.csr_matrix((rows.data, rows.indices, rows.indptr), shape=(rows.shape[0], n_columns))
+
+
+class _Terms:
+    """The names of a run's word columns: the index's vocabulary, then the library's own terms."""
+
+    def __init__(self, index_terms: list[str], library_terms: list[str]):
+        self._terms = (index_terms, library_terms)
+
+    def get_feature_names_out(self) -> np.ndarray:
+        return np.asarray(self._terms[0] + self._terms[1], dtype=object)
+
+
 class _LazyBlocks(dict):
     """``Representations.blocks`` computed on first use: each model reads only some of them."""
 
@@ -230,6 +245,7 @@ class CollectionIndex:
         if self.author_rows is None:
             self.author_rows = sparse.csr_matrix((n, len(self.author_names)), dtype=np.float32)
         self._vectorizers: dict = {}
+        self._document_frequencies: dict = {}
 
     _MATRICES = ("word_counts", "char_counts", "title_counts", "author_rows")
     _ARRAYS = ("word_idf", "char_idf", "title_idf", "lsa_components", "embeddings")
@@ -301,6 +317,53 @@ class CollectionIndex:
                 self._vectorizers[name] = counter.fit([])  # a fixed vocabulary: fitting reads nothing
         return self._vectorizers[name]
 
+    def document_frequencies(self, name: str) -> np.ndarray:
+        """Papers of the collection holding each term of representation ``name`` ("word", "char")."""
+        if name not in self._document_frequencies:
+            counts = self.word_counts if name == "word" else self.char_counts
+            self._document_frequencies[name] = np.bincount(counts.indices, minlength=counts.shape[1])
+        return self._document_frequencies[name]
+
+    def _library_counts(self, name: str, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:
+        """The library's term counts: the index's columns, then the library's own terms (those
+        no collection paper holds, kept as the index's ``min_df`` would keep them) after them.
+
+        A library paper's own terms are part of what it is about: they take their share of its
+        vector's length, as they did when the vocabulary was fitted on library ∪ collection.
+        """
+        known = self._counter(name)
+        n_terms = len(known.vocabulary_)
+        own = _word_counter(n_papers=0) if name == "word" else _char_counter(n_papers=0)
+        try:
+            counts = sparse.csr_matrix(own.fit_transform(texts), dtype=np.float32)
+        except ValueError:  # nothing but stop words
+            return sparse.csr_matrix((len(texts), n_terms), dtype=np.float32), []
+        terms = own.get_feature_names_out()
+        columns = np.fromiter((known.vocabulary_.get(term, -1) for term in terms), dtype=np.int64, count=len(terms))
+        min_df = 2 if self.n_papers >= MIN_DF_FROM else 1
+        extra = (columns < 0) & (np.bincount(counts.indices, minlength=len(terms)) >= min_df)
+        columns[extra] = n_terms + np.arange(int(extra.sum()))
+        kept = counts[:, columns >= 0]
+        kept = sparse.csr_matrix((kept.data, columns[columns >= 0][kept.indices], kept.indptr),
+                                 shape=(len(texts), n_terms + int(extra.sum())))
+        kept.sort_indices()
+        return kept, terms[extra].tolist()
+
+    def library_idf(self, name: str, library_counts: sparse.csr_matrix) -> np.ndarray:
+        """Smooth IDF of each column of ``library_counts`` (from :meth:`_library_counts`) over the
+        library's and the collection's papers together: the library's papers are documents too."""
+        collection = self.document_frequencies(name)
+        frequency = np.bincount(library_counts.indices, minlength=library_counts.shape[1])
+        frequency[: len(collection)] += collection
+        n_documents = self.n_papers + library_counts.shape[0]
+        return (np.log((1.0 + n_documents) / (1.0 + frequency)) + 1.0).astype(np.float32)
+
+    def library_rows(self, name: str, texts: list[str]) -> sparse.csr_matrix:
+        """TF-IDF rows ("word" or "char") of a library's texts: the index's columns weighted by
+        :meth:`library_idf`, then the library's own terms (see :meth:`_library_counts`)."""
+        counts, _ = self._library_counts(name, texts)
+        return tfidf_rows(counts, self.library_idf(name, counts))
+
     def check_embedder(self, embedder) -> None:
         """Raise ValueError when scoring with ``embedder`` cannot use this index's embeddings."""
         wanted = embedder_id(embedder)
@@ -324,13 +387,16 @@ class CollectionIndex:
         n_library = len(library)
         texts = [paper.text for paper in library]
         rep = Representations(n_library=n_library)
-        word_counts = sparse.csr_matrix(self._counter("word").transform(texts), dtype=np.float32)
-        library_word = tfidf_rows(word_counts, self.word_idf)
-        rep.vectors["word"] = sparse.vstack([library_word, self.word_rows], format="csr")
-        rep.word_vectorizer = self._counter("word")
+        word_counts, word_extra = self._library_counts("word", texts)
+        library_word = tfidf_rows(word_counts, self.library_idf("word", word_counts))
+        rep.vectors["word"] = sparse.vstack([library_word, _widen(self.word_rows, library_word.shape[1])], format="csr")
+        rep.word_vectorizer = _Terms(self.word_terms, word_extra)
+        word_counts = word_counts[:, : len(self.word_terms)]
         if self.char_rows is not None:
-            library_char = tfidf_rows(self._counter("char").transform(texts), self.char_idf)
-            rep.vectors["char"] = sparse.vstack([library_char, self.char_rows], format="csr")
+            library_char = self.library_rows("char", texts)
+            rep.vectors["char"] = sparse.vstack([library_char, _widen(self.char_rows, library_char.shape[1])],
+                                                format="csr")
+        library_word = library_word[:, : len(self.word_terms)]
         if self.lsa_rows is not None:
             rep.vectors["lsa"] = np.vstack([self._lsa(library_word), self.lsa_rows])
         if self.title_rows is not None:

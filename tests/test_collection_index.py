@@ -186,3 +186,42 @@ def test_an_index_answers_only_to_its_own_embedder(tmp_path, index_file):
     assert with_own.exit_code == by_files.exit_code == 0
     assert with_own.stdout == by_files.stdout
     assert run("rank", "-c", str(dense), "--embedder", "none", "-n", "3").exit_code == 0
+
+
+def _row_by_term(rows, terms) -> list[dict[str, float]]:
+    rows = rows.tocsr()
+    return [{terms[j]: float(v) for j, v in zip(rows[i].indices, rows[i].data)} for i in range(rows.shape[0])]
+
+
+def test_library_rows_are_tfidf_fitted_on_library_and_collection_together():
+    """The library's side weighs terms as a vectoriser fitted on library ∪ collection would:
+    the library's papers count as documents, and terms no collection paper holds are kept."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    papers, library = connectors.load(COLLECTION), connectors.load(EXAMPLE_LIBRARY)[:5]
+    index = CollectionIndexBuilder().build(papers)
+    texts = [paper.text for paper in library]
+    union = TfidfVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", sublinear_tf=True)
+    expected = union.fit_transform(texts + [paper.text for paper in papers])[: len(library)]
+    expected_rows = _row_by_term(expected, union.get_feature_names_out())
+    rep = index.representations(library)
+    n_own = rep.vectors["char"].shape[1] - len(index.char_terms)
+    got_rows = _row_by_term(index.library_rows("char", texts), index.char_terms + [f"own {i}" for i in range(n_own)])
+    for got, want in zip(got_rows, expected_rows):
+        shared = {term: value for term, value in want.items() if term in set(index.char_terms)}
+        assert {term: got[term] for term in shared} == pytest.approx(shared, rel=1e-5)
+        assert len(got) == len(want) > len(shared)  # the library's own 4-grams kept their share
+    assert n_own > 0
+
+
+def test_a_library_papers_own_words_name_columns_of_the_run():
+    papers = connectors.load(COLLECTION)
+    library = [connectors.Paper(id="own", title="Zyxomorphic quasiglobs",
+                                abstract="Zyxomorphic quasiglobs meet diffusion models.")]
+    index = CollectionIndexBuilder().build(papers)
+    rep = index.representations(library)
+    names = rep.word_vectorizer.get_feature_names_out()
+    assert len(names) == rep.vectors["word"].shape[1]
+    own = {names[j] for j in rep.vectors["word"][0].indices} - set(index.word_terms)
+    assert {"zyxomorphic", "quasiglobs", "zyxomorphic quasiglobs"} <= own
+    assert rep.vectors["word"][1:, len(names) - len(own):].nnz == 0  # no collection paper holds them
