@@ -72,13 +72,17 @@ CSV_COLUMNS = ["rank", "score", "id", "title", "title_derived", "authors", "year
 
 
 def to_csv(picks: Sequence[Recommendation]) -> str:
+    """One row a pick; with ``--explain`` a last column ``drivers`` ("label (+0.1234); ...")."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    explained = any(pick.drivers for pick in picks)
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS + (["drivers"] if explained else []), lineterminator="\n")
     writer.writeheader()
     for pick in picks:
         record = pick_record(pick)
         record["authors"] = "; ".join(record["authors"])
         record["because"] = "; ".join(f"{reason['title']} ({reason['similarity']})" for reason in record["because"])
+        if explained:
+            record["drivers"] = "; ".join(f"{d['label']} ({d['contribution']:+})" for d in record.get("drivers", []))
         writer.writerow(record)
     return buffer.getvalue()
 

@@ -1,6 +1,7 @@
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,11 @@ def test_json_and_csv_outputs(tmp_path):
     assert len(picks) == 3 and picks[0]["because"][0]["terms"]
     result = run("rank", "-n", "4", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert [row["rank"] for row in rows] == ["1", "2", "3", "4"]
+    assert [row["rank"] for row in rows] == ["1", "2", "3", "4"] and "drivers" not in rows[0]
+    explained = run("rank", "-n", "2", "--format", "csv", "--explain")  # the drivers get a column of their own
+    assert explained.exit_code == 0, explained.stderr
+    rows = list(csv.DictReader(io.StringIO(explained.stdout)))
+    assert len(rows) == 2 and all(re.search(r"\([+-]\d", row["drivers"]) for row in rows)
 
 
 def test_explain_table_shows_shared_terms():
