@@ -46,6 +46,7 @@ from .model import Driver, TermExplainer
 from .paper import Paper
 from .representations import Representations
 from .signals import library_query_bm25
+from .sparse_products import dense_product
 
 
 def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
@@ -81,10 +82,6 @@ def _top_mean(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(block, columns, axis=1).mean(axis=1), columns
 
 
-def _dense(product) -> np.ndarray:
-    return product.toarray() if sparse.issparse(product) else np.asarray(product)
-
-
 def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_rows: np.ndarray,
                                  feedback_rows: np.ndarray, feedback_scores: np.ndarray, feedback_docs: int,
                                  feedback_weight: float) -> np.ndarray:
@@ -113,7 +110,7 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
     available = np.isfinite(feedback_scores).sum(axis=0)
     k = int(min(feedback_docs, available.min())) if n_library else 0
     if k <= 0 or feedback_weight <= 0:
-        return _dense(candidates @ library.T)
+        return dense_product(candidates, library)
     top = np.argpartition(-feedback_scores, k - 1, axis=0)[:k]  # (k, n_library)
     selection = sparse.csr_matrix((np.full(top.size, 1.0 / k), (np.repeat(np.arange(n_library), k), top.T.ravel())),
                                   shape=(n_library, len(feedback_rows)))
@@ -122,7 +119,7 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
         expanded = normalize(sparse.csr_matrix(library) + feedback_weight * normalize(sparse.csr_matrix(centroids)))
     else:
         expanded = normalize(np.asarray(library) + feedback_weight * normalize(np.asarray(centroids)))
-    return _dense(candidates @ expanded.T)
+    return dense_product(candidates, expanded)
 
 
 class HybridModel(TermExplainer, BaseEstimator):

@@ -1,0 +1,62 @@
+"""Products of sparse text vectors whose result is (nearly) dense.
+
+Every candidate shares some character 4-grams and common words with every library paper, so
+``candidates @ library.T`` is a dense block. scipy's sparse product pays per entry of its
+result (a counting pass, a CSR result, then densifying it) and per (row, term, row) triple;
+that work sits in a few frequent columns. :func:`dense_product` sends those columns through
+BLAS as two small dense blocks and keeps the rest a sparse product: the same sums, in another
+order (equal up to floating-point rounding).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+# A column goes through BLAS when the share of rows holding it, multiplied across both
+# sides, is above this: measured on 3,000 x 500 character 4-gram and feedback-expanded
+# products, from 0.002 to 0.02 all within 15% of the best (0.005).
+DENSE_COLUMN_SHARE = 0.005
+
+
+def _column_share(matrix: sparse.csr_matrix) -> np.ndarray:
+    return np.bincount(matrix.indices, minlength=matrix.shape[1]) / max(matrix.shape[0], 1)
+
+
+def _split(matrix: sparse.csr_matrix, position: np.ndarray, n_dense: int, dtype) -> tuple[np.ndarray, sparse.csr_matrix]:
+    """``matrix``'s entries in the dense columns (``position`` >= 0) as a dense block, the rest sparse."""
+    where = position[matrix.indices]
+    dense_entry = where >= 0
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    block = np.zeros((matrix.shape[0], n_dense), dtype=dtype)
+    block[rows[dense_entry], where[dense_entry]] = matrix.data[dense_entry]
+    rest = ~dense_entry
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[rest], minlength=matrix.shape[0]))])
+    return block, sparse.csr_matrix((matrix.data[rest], matrix.indices[rest], indptr), shape=matrix.shape)
+
+
+def dense_product(rows, other, dense_column_share: float = DENSE_COLUMN_SHARE) -> np.ndarray:
+    """``rows @ other.T`` as a dense ndarray (dtype of the two inputs together).
+
+    Parameters
+    ----------
+    rows : sparse matrix or ndarray of shape (n, d)
+    other : sparse matrix or ndarray of shape (m, d)
+    dense_column_share : float
+        Columns held by more than this share of ``rows`` times that of ``other`` are
+        multiplied as dense blocks.
+    """
+    if not (sparse.issparse(rows) and sparse.issparse(other)):
+        product = rows @ other.T
+        return product.toarray() if sparse.issparse(product) else np.asarray(product)
+    rows, other = sparse.csr_matrix(rows), sparse.csr_matrix(other)
+    dtype = np.result_type(rows.dtype, other.dtype)
+    frequent = np.flatnonzero(_column_share(rows) * _column_share(other) > dense_column_share)
+    if len(frequent) == 0:
+        return (rows @ other.T).toarray().astype(dtype, copy=False)
+    position = np.full(rows.shape[1], -1, dtype=np.int64)
+    position[frequent] = np.arange(len(frequent))
+    rows_dense, rows_rest = _split(rows, position, len(frequent), dtype)
+    other_dense, other_rest = _split(other, position, len(frequent), dtype)
+    product = rows_dense @ other_dense.T
+    product += (rows_rest @ other_rest.T).toarray()
+    return product
