@@ -1,7 +1,7 @@
 """One user's ranking against the rules of the tools they would otherwise use, on the same inputs.
 
     python -m benchmarks.bench_one_user                 # 500-paper library x 3,000-paper collection
-    python -m benchmarks.bench_one_user --collection 50000 --repeats 1
+    python -m benchmarks.bench_one_user --collection 50000 --repeats 1 --no-embeddings
 
 Side by side, each timed in this process after one warm-up run (median of ``--repeats``):
 
@@ -113,6 +113,8 @@ def main(argv=None) -> int:
     parser.add_argument("--collection", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--conferences", type=Path, default=DEFAULT_CONFERENCES)
+    parser.add_argument("--no-embeddings", action="store_true",
+                        help="Leave out the embedding rows (embedding a large collection the first time takes long).")
     args = parser.parse_args(argv)
     if not args.conferences.is_dir():
         print("needs ../shared/data/conferences", file=sys.stderr)
@@ -125,13 +127,16 @@ def main(argv=None) -> int:
     rows["arxiv-sanity-lite rule"], runs = timed(lambda: arxiv_sanity_rule(library, collection), args.repeats)
     print(f"  {'arxiv-sanity-lite rule':32s} {rows['arxiv-sanity-lite rule']:7.2f} s")
     embedder = None
-    try:
-        from recommender.embeddings import SentenceEmbedder, embeddings_available
+    if args.no_embeddings:
+        print("  (no embeddings: --no-embeddings)")
+    else:
+        try:
+            from recommender.embeddings import SentenceEmbedder, embeddings_available
 
-        if embeddings_available():
-            embedder = SentenceEmbedder()
-    except Exception as exc:  # the extra is optional: say why the embedding rows are missing
-        print(f"  (no embeddings: {exc})")
+            if embeddings_available():
+                embedder = SentenceEmbedder()
+        except Exception as exc:  # the extra is optional: say why the embedding rows are missing
+            print(f"  (no embeddings: {exc})")
     if embedder is not None:
         texts = [p.text for p in itertools.chain(library, collection)]
         embedder.embed(texts)  # fill the cache once; every timed run below reads it
