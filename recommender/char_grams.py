@@ -20,11 +20,10 @@ _WHITE_SPACES = re.compile(r"\s\s+")
 _SPACE = ord(" ")
 
 
-def _padded_words(text: str) -> tuple[str, list[str]]:
-    """The text's words, each padded with spaces and written one after the other, and the
-    one-character words (whose padded form is shorter than a window)."""
+def _padded_words(text: str) -> str:
+    """The text's words, each padded with spaces, written one after the other."""
     words = _WHITE_SPACES.sub(" ", text).split()
-    return (" " + "  ".join(words) + " " if words else ""), [word for word in words if len(word) == 1]
+    return " " + "  ".join(words) + " " if words else ""
 
 
 def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> tuple[sparse.csr_matrix, np.ndarray]:
@@ -34,7 +33,7 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> 
 
     ``preprocess`` is the vectoriser's own (``build_preprocessor()``: lower case, accents).
     """
-    padded, short = zip(*(_padded_words(preprocess(text)) for text in texts)) if texts else ((), ())
+    padded = [_padded_words(preprocess(text)) for text in texts]
     # Texts joined by a double space: a window holding two adjacent spaces crosses from one
     # padded word (or text) into the next, and no window inside a padded word does.
     joined = "  ".join(padded)
@@ -59,11 +58,13 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> 
         crossing |= double_space[offset: offset + n_windows]
     window_text = text_of[:n_windows][~crossing]
     keys = keys[~crossing]
-    one_letter = [(row, word) for row, words in enumerate(short) for word in words]
-    if one_letter:
-        letters = np.searchsorted(alphabet, [ord(word) for _, word in one_letter]).astype(np.uint64) + 1
+    # A one-character word is " w ": space, non-space, space (words hold no spaces).
+    is_space = codes == _SPACE
+    one_letter = np.flatnonzero(is_space[:-2] & ~is_space[1:-1] & is_space[2:])
+    if len(one_letter):
+        letters = ranks[one_letter + 1]
         keys = np.concatenate([keys, (space << np.uint64(48)) | (letters << np.uint64(32)) | (space << np.uint64(16))])
-        window_text = np.concatenate([window_text, [row for row, _ in one_letter]])
+        window_text = np.concatenate([window_text, text_of[one_letter]])
     grams, columns = np.unique(keys, return_inverse=True)
     counts = sparse.csr_matrix((np.ones(len(keys), dtype=np.float32), (window_text, columns.ravel())),
                                shape=(len(texts), len(grams)))

@@ -60,7 +60,9 @@ def test_library_rows_equal_a_vectoriser_fitted_on_the_library():
 
 
 @pytest.mark.parametrize("share", [0.0, 0.005, 0.2, 2.0])  # everything dense ... nothing dense
-def test_dense_product_is_the_sparse_product(share):
+@pytest.mark.parametrize("batch", [3, 4096])  # rows several batches at a time, or all in one
+def test_dense_product_is_the_sparse_product(share, batch, monkeypatch):
+    monkeypatch.setattr("recommender.sparse_products.ROW_BATCH", batch)
     papers = connectors.load(DATA / "report-collection.jsonl")
     index = CollectionIndexBuilder(lsa_components=0).build(papers)
     library = index.char_rows[:5].astype(np.float64)
