@@ -252,6 +252,7 @@ class CollectionIndex:
         if self.author_rows is None:
             self.author_rows = sparse.csr_matrix((n, len(self.author_names)), dtype=np.float32)
         self._vectorizers: dict = {}
+        self._cached: dict = {}  # derived once per index: char n-gram order, identity keys
         self._document_frequencies: dict = {}
 
     _MATRICES = ("word_counts", "char_counts", "title_counts", "author_rows")
@@ -363,11 +364,11 @@ class CollectionIndex:
 
     def _char_columns(self, grams: np.ndarray) -> np.ndarray:
         """The index's column of each character n-gram, -1 for those it does not hold."""
-        if "char_order" not in self._vectorizers:
+        if "char_order" not in self._cached:
             terms = np.asarray(self.char_terms, dtype=grams.dtype)
             order = np.argsort(terms)
-            self._vectorizers["char_order"] = (terms[order], order)
-        terms, order = self._vectorizers["char_order"]
+            self._cached["char_order"] = (terms[order], order)
+        terms, order = self._cached["char_order"]
         if len(terms) == 0:
             return np.full(len(grams), -1, dtype=np.int64)
         position = np.minimum(np.searchsorted(terms, grams), len(terms) - 1)
@@ -387,6 +388,13 @@ class CollectionIndex:
         :meth:`library_idf`, then the library's own terms (see :meth:`_library_counts`)."""
         counts, _ = self._library_counts(name, texts)
         return tfidf_rows(counts, self.library_idf(name, counts))
+
+    def identity_keys(self) -> list[list[str]]:
+        """Each paper's :meth:`~recommender.paper.Paper.identity_keys` (made once: every ranking
+        against the index looks its papers up in the library)."""
+        if "identity_keys" not in self._cached:
+            self._cached["identity_keys"] = [paper.identity_keys() for paper in self.papers]
+        return self._cached["identity_keys"]
 
     def check_embedder(self, embedder) -> None:
         """Raise ValueError when scoring with ``embedder`` cannot use this index's embeddings."""
