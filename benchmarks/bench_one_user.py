@@ -99,6 +99,12 @@ def sample(conferences: Path, n_library: int, n_collection: int):
     rng = random.Random(0)
     library = rng.sample([p for name in LIBRARY_FILES for p in connectors.load(conferences / name)], n_library)
     pool = [p for name in COLLECTION_FILES for p in connectors.load(conferences / name)]
+    # A larger collection takes more conference lists (never the library's), so that its papers
+    # are distinct ones, with a vocabulary that grows as a real one does.
+    others = iter(sorted(path for path in conferences.glob("*.jsonl.gz")
+                         if path.name not in LIBRARY_FILES + COLLECTION_FILES))
+    while len(pool) < n_collection and (path := next(others, None)) is not None:
+        pool += connectors.load(path)
     rng.shuffle(pool)
     collection = list(itertools.islice(itertools.cycle(pool), n_collection))
     if n_collection > len(pool):  # repeated papers get ids of their own, as distinct submissions would
