@@ -42,6 +42,7 @@ def dense_product(rows, other, dense_column_share: float = DENSE_COLUMN_SHARE) -
     ----------
     rows : sparse matrix or ndarray of shape (n, d)
     other : sparse matrix or ndarray of shape (m, d)
+        Sparse ones without duplicate entries (as scipy's own operations leave them).
     dense_column_share : float
         Columns held by more than this share of ``rows`` times that of ``other`` are
         multiplied as dense blocks.
