@@ -1,7 +1,7 @@
 """One user's ranking against the rules of the tools they would otherwise use, on the same inputs.
 
     python -m benchmarks.bench_one_user                 # 500-paper library x 3,000-paper collection
-    python -m benchmarks.bench_one_user --collection 50000 --repeats 1
+    python -m benchmarks.bench_one_user --collection 50000 --repeats 1 --no-embeddings
 
 Side by side, each timed in this process after one warm-up run (median of ``--repeats``):
 
@@ -99,6 +99,12 @@ def sample(conferences: Path, n_library: int, n_collection: int):
     rng = random.Random(0)
     library = rng.sample([p for name in LIBRARY_FILES for p in connectors.load(conferences / name)], n_library)
     pool = [p for name in COLLECTION_FILES for p in connectors.load(conferences / name)]
+    # A larger collection takes more conference lists (never the library's), so that its papers
+    # are distinct ones, with a vocabulary that grows as a real one does.
+    others = iter(sorted(path for path in conferences.glob("*.jsonl.gz")
+                         if path.name not in LIBRARY_FILES + COLLECTION_FILES))
+    while len(pool) < n_collection and (path := next(others, None)) is not None:
+        pool += connectors.load(path)
     rng.shuffle(pool)
     collection = list(itertools.islice(itertools.cycle(pool), n_collection))
     if n_collection > len(pool):  # repeated papers get ids of their own, as distinct submissions would
@@ -113,6 +119,8 @@ def main(argv=None) -> int:
     parser.add_argument("--collection", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--conferences", type=Path, default=DEFAULT_CONFERENCES)
+    parser.add_argument("--no-embeddings", action="store_true",
+                        help="Leave out the embedding rows (embedding a large collection the first time takes long).")
     args = parser.parse_args(argv)
     if not args.conferences.is_dir():
         print("needs ../shared/data/conferences", file=sys.stderr)
@@ -125,13 +133,16 @@ def main(argv=None) -> int:
     rows["arxiv-sanity-lite rule"], runs = timed(lambda: arxiv_sanity_rule(library, collection), args.repeats)
     print(f"  {'arxiv-sanity-lite rule':32s} {rows['arxiv-sanity-lite rule']:7.2f} s")
     embedder = None
-    try:
-        from recommender.embeddings import SentenceEmbedder, embeddings_available
+    if args.no_embeddings:
+        print("  (no embeddings: --no-embeddings)")
+    else:
+        try:
+            from recommender.embeddings import SentenceEmbedder, embeddings_available
 
-        if embeddings_available():
-            embedder = SentenceEmbedder()
-    except Exception as exc:  # the extra is optional: say why the embedding rows are missing
-        print(f"  (no embeddings: {exc})")
+            if embeddings_available():
+                embedder = SentenceEmbedder()
+        except Exception as exc:  # the extra is optional: say why the embedding rows are missing
+            print(f"  (no embeddings: {exc})")
     if embedder is not None:
         texts = [p.text for p in itertools.chain(library, collection)]
         embedder.embed(texts)  # fill the cache once; every timed run below reads it

@@ -7,7 +7,7 @@ A ``.litrank`` file is a zip archive of plain data, nothing executable:
 * ``metadata.json``: the index's vocabularies, feature layout and embedder
   (:meth:`CollectionIndex.to_parts`);
 * ``papers.json``: the collection's papers, every field;
-* ``arrays/NAME.npy``: numeric arrays, read with ``allow_pickle=False``.
+* ``arrays/NAME.npy``: numeric arrays, stored uncompressed, read with ``allow_pickle=False``.
 
 Reading checks the container (a zip holding a litrank manifest), the format version, and
 then the index itself (feature layout, shapes): a file from another program, a damaged file,
@@ -57,7 +57,9 @@ def write(index, path: str | Path) -> None:
             for name, array in arrays.items():
                 buffer = io.BytesIO()
                 np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-                archive.writestr(f"arrays/{name}.npy", buffer.getvalue())
+                # Stored, not deflated: numeric arrays shrink little (the LSA components not at
+                # all) and inflating them was most of the time `rank -c x.litrank` spent reading.
+                archive.writestr(f"arrays/{name}.npy", buffer.getvalue(), compress_type=zipfile.ZIP_STORED)
 
     atomic_write_binary(Path(path).expanduser(), write_zip)
 

@@ -28,9 +28,11 @@ from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.preprocessing import normalize
 
+from .char_grams import count_char_grams
 from .paper import Paper
 from .representations import Representations, author_key
-from .text import STOP_WORDS
+from .sparse_products import dense_product
+from .text import STOP_WORDS, strip_accents
 
 # Everything that decides what an index's numbers mean. An index built under another layout
 # (other n-gram ranges, another tokeniser, other stop words) cannot be scored against.
@@ -76,6 +78,11 @@ def _char_counter(vocabulary=None, n_papers: int = 0):
 
     return CountVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", dtype=np.float32,
                            vocabulary=vocabulary, min_df=2 if vocabulary is None and n_papers >= MIN_DF_FROM else 1)
+
+
+def _fold(text: str) -> str:
+    """The character counter's preprocessing (``strip_accents="unicode"``, lower case)."""
+    return strip_accents(text.lower())
 
 
 def _title_counter(vocabulary=None):
@@ -245,6 +252,7 @@ class CollectionIndex:
         if self.author_rows is None:
             self.author_rows = sparse.csr_matrix((n, len(self.author_names)), dtype=np.float32)
         self._vectorizers: dict = {}
+        self._cached: dict = {}  # derived once per index: char n-gram order, identity keys
         self._document_frequencies: dict = {}
 
     _MATRICES = ("word_counts", "char_counts", "title_counts", "author_rows")
@@ -333,13 +341,18 @@ class CollectionIndex:
         """
         known = self._counter(name)
         n_terms = len(known.vocabulary_)
-        own = _word_counter(n_papers=0) if name == "word" else _char_counter(n_papers=0)
-        try:
-            counts = sparse.csr_matrix(own.fit_transform(texts), dtype=np.float32)
-        except ValueError:  # nothing but stop words
-            return sparse.csr_matrix((len(texts), n_terms), dtype=np.float32), []
-        terms = own.get_feature_names_out()
-        columns = np.fromiter((known.vocabulary_.get(term, -1) for term in terms), dtype=np.int64, count=len(terms))
+        if name == "char":
+            counts, terms = count_char_grams(texts, _fold)
+            columns = self._char_columns(terms)
+        else:
+            own = _word_counter(n_papers=0).set_params(preprocessor=_fold)  # the same folding, faster
+            try:
+                counts = sparse.csr_matrix(own.fit_transform(texts), dtype=np.float32)
+            except ValueError:  # nothing but stop words
+                return sparse.csr_matrix((len(texts), n_terms), dtype=np.float32), []
+            terms = own.get_feature_names_out()
+            columns = np.fromiter((known.vocabulary_.get(term, -1) for term in terms), dtype=np.int64,
+                                  count=len(terms))
         min_df = 2 if self.n_papers >= MIN_DF_FROM else 1
         extra = (columns < 0) & (np.bincount(counts.indices, minlength=len(terms)) >= min_df)
         columns[extra] = n_terms + np.arange(int(extra.sum()))
@@ -348,6 +361,18 @@ class CollectionIndex:
                                  shape=(len(texts), n_terms + int(extra.sum())))
         kept.sort_indices()
         return kept, terms[extra].tolist()
+
+    def _char_columns(self, grams: np.ndarray) -> np.ndarray:
+        """The index's column of each character n-gram, -1 for those it does not hold."""
+        if "char_order" not in self._cached:
+            terms = np.asarray(self.char_terms, dtype=grams.dtype)
+            order = np.argsort(terms)
+            self._cached["char_order"] = (terms[order], order)
+        terms, order = self._cached["char_order"]
+        if len(terms) == 0:
+            return np.full(len(grams), -1, dtype=np.int64)
+        position = np.minimum(np.searchsorted(terms, grams), len(terms) - 1)
+        return np.where(terms[position] == grams, order[position], -1).astype(np.int64)
 
     def library_idf(self, name: str, library_counts: sparse.csr_matrix) -> np.ndarray:
         """Smooth IDF of each column of ``library_counts`` (from :meth:`_library_counts`) over the
@@ -363,6 +388,13 @@ class CollectionIndex:
         :meth:`library_idf`, then the library's own terms (see :meth:`_library_counts`)."""
         counts, _ = self._library_counts(name, texts)
         return tfidf_rows(counts, self.library_idf(name, counts))
+
+    def identity_keys(self) -> list[list[str]]:
+        """Each paper's :meth:`~recommender.paper.Paper.identity_keys` (made once: every ranking
+        against the index looks its papers up in the library)."""
+        if "identity_keys" not in self._cached:
+            self._cached["identity_keys"] = [paper.identity_keys() for paper in self.papers]
+        return self._cached["identity_keys"]
 
     def check_embedder(self, embedder) -> None:
         """Raise ValueError when scoring with ``embedder`` cannot use this index's embeddings."""
@@ -428,8 +460,7 @@ class CollectionIndex:
                 best[best == 0] = 1.0
                 return scores / best
             rows = rep.vectors[name]
-            product = rows @ rows[:n_library].T
-            return product.toarray() if sparse.issparse(product) else np.asarray(product)
+            return dense_product(rows, rows[:n_library])
 
         rep.blocks = _LazyBlocks(block)
         return rep

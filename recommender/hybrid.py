@@ -46,6 +46,7 @@ from .model import Driver, TermExplainer
 from .paper import Paper
 from .representations import Representations
 from .signals import library_query_bm25
+from .sparse_products import dense_product
 
 
 def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
@@ -55,7 +56,9 @@ def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None) 
     reference = block if reference is None else np.asarray(reference, dtype=np.float64)
     spread = reference.std(axis=0)
     spread[spread == 0] = 1.0
-    return (block - reference.mean(axis=0)) / spread
+    centred = block - reference.mean(axis=0)
+    centred /= spread  # in place: at 50,000 candidates a temporary block is 200 MB
+    return centred
 
 
 def aggregation_depth(n_library: int) -> int:
@@ -74,15 +77,19 @@ def profile_share(n_library: int, weight: float) -> float:
     return weight * (1 - 1 / n_library) * min(1.0, float(np.sqrt(10 / n_library))) if n_library else 0.0
 
 
+def _block_part(block: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``block[np.ix_(rows, columns)]``; when ``columns`` are all of them in order, only the
+    rows are taken (a copy fewer)."""
+    if len(columns) == block.shape[1] and np.array_equal(columns, np.arange(block.shape[1])):
+        return block[rows]
+    return block[np.ix_(rows, columns)]
+
+
 def _top_mean(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Mean of each row's ``k`` largest values, and the column indices of those values."""
     n = block.shape[1]
     columns = np.argpartition(-block, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (block.shape[0], 1))
     return np.take_along_axis(block, columns, axis=1).mean(axis=1), columns
-
-
-def _dense(product) -> np.ndarray:
-    return product.toarray() if sparse.issparse(product) else np.asarray(product)
 
 
 def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_rows: np.ndarray,
@@ -113,7 +120,7 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
     available = np.isfinite(feedback_scores).sum(axis=0)
     k = int(min(feedback_docs, available.min())) if n_library else 0
     if k <= 0 or feedback_weight <= 0:
-        return _dense(candidates @ library.T)
+        return dense_product(candidates, library)
     top = np.argpartition(-feedback_scores, k - 1, axis=0)[:k]  # (k, n_library)
     selection = sparse.csr_matrix((np.full(top.size, 1.0 / k), (np.repeat(np.arange(n_library), k), top.T.ravel())),
                                   shape=(n_library, len(feedback_rows)))
@@ -122,7 +129,7 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
         expanded = normalize(sparse.csr_matrix(library) + feedback_weight * normalize(sparse.csr_matrix(centroids)))
     else:
         expanded = normalize(np.asarray(library) + feedback_weight * normalize(np.asarray(centroids)))
-    return _dense(candidates @ expanded.T)
+    return dense_product(candidates, expanded)
 
 
 class HybridModel(TermExplainer, BaseEstimator):
@@ -228,12 +235,12 @@ class HybridModel(TermExplainer, BaseEstimator):
         lexical = standardize_columns(feedback_expanded_similarity(
             lexical_vectors, self.library_rows_, self.candidate_rows_, feedback_rows, first_pass, self.feedback_docs,
             self.feedback_weight / n_library))
-        fused = lexical.copy()
+        fused = lexical
         if dense:
             dense_z = self.dense_weight * standardize_columns(feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, first_pass,
                 self.feedback_docs, self.dense_feedback_weight / n_library))
-            fused += dense_z
+            fused = lexical + dense_z
         k = aggregation_depth(n_library) if self.aggregation == "auto" else max(1, min(int(self.aggregation), n_library))
         text_score, columns = _top_mean(fused, k)
         self.components_ = {"lexical": np.take_along_axis(lexical, columns, axis=1).mean(axis=1)}
@@ -243,7 +250,7 @@ class HybridModel(TermExplainer, BaseEstimator):
             profile = library_query_bm25(rep, self.candidate_rows_, self.library_rows_)
             self.components_["profile"] = profile_share(n_library, self.profile_weight) * standardize_columns(
                 profile[:, None])[:, 0]
-        authors = rep.blocks["authors"][np.ix_(self.candidate_rows_, self.library_rows_)]
+        authors = _block_part(rep.blocks["authors"], self.candidate_rows_, self.library_rows_)
         self.components_["authors"] = self.author_weight * np.log1p(authors.sum(axis=1)) / np.sqrt(n_library)
         self.scores_ = text_score + sum(values for name, values in self.components_.items()
                                         if name in ("profile", "authors"))
@@ -255,7 +262,7 @@ class HybridModel(TermExplainer, BaseEstimator):
 
     def _first_pass(self, block: np.ndarray, feedback_rows: np.ndarray) -> np.ndarray:
         """Standardised (over the candidates) scores of the feedback papers, (n_feedback, n_library)."""
-        scores = block[np.ix_(feedback_rows, self.library_rows_)]
+        scores = _block_part(block, feedback_rows, self.library_rows_)
         return standardize_columns(scores, scores[: len(self.candidate_rows_)])
 
     def _lexical(self, rep: Representations):

@@ -128,9 +128,10 @@ class IdentityIndex:
             else:
                 self._by_key.setdefault(key, paper)
 
-    def find(self, paper: Paper) -> Paper | None:
-        """The indexed paper that ``paper`` is the same as, or None."""
-        for key in paper.identity_keys():
+    def find(self, paper: Paper, keys: list[str] | None = None) -> Paper | None:
+        """The indexed paper that ``paper`` is the same as, or None; ``keys``: the paper's
+        :meth:`Paper.identity_keys` when they are known already."""
+        for key in paper.identity_keys() if keys is None else keys:
             if key.startswith("title:"):
                 title, _, author = key[len("title:"):].partition("|")
                 by_author = self._by_title.get(title)

@@ -165,8 +165,9 @@ class Ranker:
         collection_papers = index.papers if index is not None else list(deduplicate(_as_papers(collection)))
         known = IdentityIndex(library_papers)
         candidates, already, liked, disliked = [], [], [], []
-        for paper in collection_papers:
-            if paper in known:
+        identity_keys = index.identity_keys() if index is not None else [None] * len(collection_papers)
+        for paper, keys in zip(collection_papers, identity_keys):
+            if known.find(paper, keys) is not None:
                 already.append(paper)
             elif judgements.get(paper.id) == LIKED and paper.text.strip():
                 liked.append(paper)

@@ -29,12 +29,16 @@ _ARXIV_OLD_RE = re.compile(r"\b([a-z\-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?\b")
 _ARXIV_CONTEXT_RE = re.compile(r"arxiv", re.IGNORECASE)
 
 
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+
+
 def strip_accents(text: str) -> str:
     """Fold accents so that "Schölkopf" and "Scholkopf" compare equal."""
     if text.isascii():
         return text
     decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    # Only non-ASCII characters can be combining marks: test those, not every character.
+    return _NON_ASCII_RE.sub(lambda match: "" if unicodedata.combining(match.group()) else match.group(), decomposed)
 
 
 def words(text: str) -> list[str]:

@@ -225,3 +225,16 @@ def test_a_library_papers_own_words_name_columns_of_the_run():
     own = {names[j] for j in rep.vectors["word"][0].indices} - set(index.word_terms)
     assert {"zyxomorphic", "quasiglobs", "zyxomorphic quasiglobs"} <= own
     assert rep.vectors["word"][1:, len(names) - len(own):].nnz == 0  # no collection paper holds them
+
+
+def test_arrays_are_stored_uncompressed_and_deflated_files_still_read(index_file, tmp_path):
+    with zipfile.ZipFile(index_file) as archive:
+        methods = {info.filename: info.compress_type for info in archive.infolist()}
+    assert {methods[name] for name in methods if name.startswith("arrays/")} == {zipfile.ZIP_STORED}
+    assert methods["papers.json"] == zipfile.ZIP_DEFLATED  # text still shrinks well
+    deflated = tmp_path / "deflated.litrank"  # as litrank wrote every member before
+    with zipfile.ZipFile(index_file) as old, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as new:
+        for name in old.namelist():
+            new.writestr(name, old.read(name))
+    stored, read_back = litrank_index.read(index_file), litrank_index.read(deflated)
+    assert (stored.char_rows != read_back.char_rows).nnz == 0 and stored.papers == read_back.papers

@@ -1,0 +1,83 @@
+"""The one-user path's faster computations give the numbers of the plain ones they replace."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+from sklearn.feature_extraction.text import CountVectorizer, strip_accents_unicode
+
+import connectors
+from recommender.char_grams import count_char_grams
+from recommender.collection_index import CollectionIndexBuilder
+from recommender.sparse_products import dense_product
+from recommender.text import strip_accents
+from tests.conftest import CONFERENCES, DATA, EXAMPLE_LIBRARY, require
+
+# What a library's texts hold besides plain words: one-letter words, runs of mixed whitespace,
+# accents (composed and combining), non-breaking spaces, characters beyond 16 bits, nothing.
+AWKWARD_TEXTS = ["", "a", "a b  c", "x  y\t\tz\n", "Ünïcödé naïve café — 𝒪(n) bound ∀x ∈ ℝ", "I a",
+                 "  ", "ab", "abc d ef", "\u00a0nbsp\u00a0here \x1cfs", "ÀB a\u0301 ﬁne Ⅻ", "𝑥 𝑦"]
+
+
+def _texts() -> list[str]:
+    papers = connectors.load(EXAMPLE_LIBRARY) + connectors.load(DATA / "report-collection.jsonl") \
+        + connectors.load(DATA / "hard-cases.bib")
+    return [paper.text for paper in papers] + AWKWARD_TEXTS
+
+
+def test_character_grams_are_those_of_scikit_learns_char_wb_analyzer():
+    texts = _texts()
+    counter = CountVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", dtype=np.float32)
+    expected = counter.fit_transform(texts)
+    counts, grams = count_char_grams(texts, counter.build_preprocessor())
+    assert grams.tolist() == counter.get_feature_names_out().tolist()
+    assert counts.dtype == np.float32 and counts.shape == expected.shape and (counts != expected).nnz == 0
+    assert any(len(gram) == 3 for gram in grams)  # one-letter words (" a ") are counted as themselves
+    empty, none = count_char_grams(["", "  "], counter.build_preprocessor())
+    assert empty.shape == (2, 0) and len(none) == 0
+
+
+def test_accent_folding_is_scikit_learns():
+    for text in _texts():
+        assert strip_accents(text) == strip_accents_unicode(text)
+
+
+def test_library_rows_equal_a_vectoriser_fitted_on_the_library():
+    """The library's character counts, mapped onto the index's columns and its own terms."""
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    texts = [paper.text for paper in connectors.load(EXAMPLE_LIBRARY)] + AWKWARD_TEXTS
+    counts, extra = index._library_counts("char", texts)
+    counter = CountVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", dtype=np.float32)
+    reference = counter.fit_transform(texts)
+    terms = counter.get_feature_names_out()
+    column_of = {term: column for column, term in enumerate(index.char_terms + extra)}
+    assert extra == sorted(set(terms) - set(index.char_terms)) and extra
+    reference = reference.tocoo()
+    rebuilt = sparse.csr_matrix((reference.data, (reference.row, [column_of[terms[c]] for c in reference.col])),
+                                shape=counts.shape)
+    assert (counts != rebuilt).nnz == 0
+
+
+@pytest.mark.parametrize("share", [0.0, 0.005, 0.2, 2.0])  # everything dense ... nothing dense
+@pytest.mark.parametrize("batch", [3, 4096])  # rows several batches at a time, or all in one
+def test_dense_product_is_the_sparse_product(share, batch, monkeypatch):
+    monkeypatch.setattr("recommender.sparse_products.ROW_BATCH", batch)
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    library = index.char_rows[:5].astype(np.float64)
+    expected = (index.char_rows @ library.T).toarray()
+    got = dense_product(index.char_rows, library, dense_column_share=share)
+    assert got.dtype == np.float64 and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(dense_product(expected, expected), expected @ expected.T)  # dense inputs
+
+
+def test_character_grams_of_real_abstracts_beside_the_vectoriser():
+    """Hundreds of real abstracts (the shared conference lists), as a library would bring them."""
+    papers = connectors.load(require(CONFERENCES / "icml2019.jsonl.gz"))[:400]
+    texts = [paper.text for paper in papers]
+    counter = CountVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", dtype=np.float32)
+    expected = counter.fit_transform(texts)
+    counts, grams = count_char_grams(texts, counter.build_preprocessor())
+    assert grams.tolist() == counter.get_feature_names_out().tolist() and (counts != expected).nnz == 0
