@@ -14,6 +14,7 @@ by partition rows × group columns, not by the number of profiles.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from . import partitioned_scoring as steps
 from .collection_index import CollectionIndex, author_incidence
 from .hybrid import HybridModel
 from .paper import Paper
+from .partitioned_index import PartitionedIndex
 
 # Rows per partition: a partition's blocks are rows × library columns float64 (50,000 × 256: 100 MB).
 PARTITION_ROWS = 50_000
@@ -41,8 +43,17 @@ class ProfileScores:
     rows: np.ndarray
     scores: np.ndarray
 
-    def paper_ids(self, index: CollectionIndex) -> list[str]:
-        return [index.papers[row].id for row in self.rows]
+    def paper_ids(self, index) -> list[str]:
+        ids = paper_ids(index)
+        return [ids[row] for row in self.rows]
+
+
+def paper_ids(index) -> list[str]:
+    """The ids of an index's papers, row by row (a :class:`CollectionIndex` or a
+    :class:`~recommender.partitioned_index.PartitionedIndex`)."""
+    if isinstance(index, PartitionedIndex):
+        return index.paper_ids
+    return [paper.id for paper in index.papers]
 
 
 def partition_bounds(n_papers: int, n_partitions: int | None = None, rows: int = PARTITION_ROWS) -> list[tuple[int, int]]:
@@ -80,16 +91,41 @@ class AffinityScorer:
         index.check_embedder(self.model.embedder)
         names = list(profiles)
         libraries = [list(profiles[name]) for name in names]
-        bounds = partition_bounds(index.n_papers, n_partitions)
-        parts = engine.put([steps.CollectionPart.of_index(index, start, stop) for start, stop in bounds])
-        columns = _library_rows(index, [paper for library in libraries for paper in library], self.model)
+        parts, columns = self._placed(index, engine, n_partitions, [paper for library in libraries for paper in library])
+        ids = np.array(paper_ids(index), dtype=object)
         offsets = np.cumsum([0] + [len(library) for library in libraries])
         for group in _groups([len(library) for library in libraries], self.column_budget):
             rows = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in group])
             library = self._columns(columns, rows, [libraries[g] for g in group])
             block_scores = self._score_group(engine, parts, library, [libraries[g] for g in group])
             for position, g in enumerate(group):
-                yield self._ranked(names[g], index, block_scores[:, position])
+                yield self._ranked(names[g], ids, block_scores[:, position])
+
+    def score_library(self, index, library: Sequence[Paper], engine, excluded_rows: np.ndarray,
+                      not_feedback: np.ndarray | None = None, explain: bool = False, n_partitions: int | None = None):
+        """``rank``'s scores of every collection row for one ``library`` (NaN at ``excluded_rows``,
+        the rows that are not candidates; ``not_feedback``: candidates never used as feedback) and,
+        with ``explain``, the score's parts (the hybrid model's ``components_``), row by row."""
+        library = list(library)
+        parts, columns = self._placed(index, engine, n_partitions, library)
+        group = dataclasses.replace(self._columns(columns, np.arange(len(library)), [library]),
+                                    not_feedback=not_feedback, explain=explain)
+        states = self._final_states(engine, parts, group, [np.asarray(excluded_rows, dtype=np.int64)])
+        scores = np.vstack(engine.collect(states, "out"))[:, 0]
+        components = {}
+        if explain:
+            for found in engine.collect(states, "components"):
+                for name, values in found.items():
+                    components.setdefault(name, []).append(values[:, 0])
+        return scores, {name: np.concatenate(values) for name, values in components.items()}
+
+    def _placed(self, index, engine, n_partitions: int | None, papers: list[Paper]):
+        """The index's partitions on ``engine`` and the library rows of ``papers``."""
+        if isinstance(index, PartitionedIndex):  # its rows are on the engine already
+            return index.parts, index.vocabulary.library_rows(papers, self.model.embedder)
+        bounds = partition_bounds(index.n_papers, n_partitions)
+        parts = engine.put([steps.CollectionPart.of_index(index, start, stop) for start, stop in bounds])
+        return parts, _library_rows(index, papers, self.model)
 
     def _columns(self, columns: dict, rows: np.ndarray, libraries: list[list[Paper]]) -> steps.LibraryColumns:
         model = self.model
@@ -106,6 +142,10 @@ class AffinityScorer:
             profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation)
 
     def _score_group(self, engine, parts, library: steps.LibraryColumns, libraries: list[list[Paper]]) -> np.ndarray:
+        return np.vstack(engine.collect(self._final_states(engine, parts, library, libraries), "out"))
+
+    def _final_states(self, engine, parts, library: steps.LibraryColumns, libraries: list) -> list:
+        """The map and reduce steps; each part's last state holds its scores under ``"out"``."""
         states = engine.step(steps.first_moments, parts, [None] * len(parts), library, libraries)
         moments = engine.collect(states, "out")
         statistics = {name: steps.merge_moments(m[name] for m in moments) for name in ("lexical", "dense")
@@ -120,8 +160,7 @@ class AffinityScorer:
         moments = engine.collect(states, "out")
         for name in ("expanded", "bm25"):
             statistics[name] = steps.merge_moments(m[name] for m in moments)
-        states = engine.step(steps.final_scores, parts, states, library, statistics)
-        return np.vstack(engine.collect(states, "out"))
+        return engine.step(steps.final_scores, parts, states, library, statistics)
 
     def _feedback(self, engine, parts, states, library: steps.LibraryColumns, library_vectors, statistics,
                   candidates: np.ndarray):
@@ -164,11 +203,10 @@ class AffinityScorer:
         centroids = normalize(sparse.csr_matrix(sparse.diags(inverse_k) @ centroids))
         return normalize(sparse.csr_matrix(library_vectors) + sparse.diags(weights) @ centroids)
 
-    def _ranked(self, name: str, index: CollectionIndex, scores: np.ndarray) -> ProfileScores:
+    def _ranked(self, name: str, ids: np.ndarray, scores: np.ndarray) -> ProfileScores:
         rows = np.flatnonzero(~np.isnan(scores))
         values = scores[rows]
-        ids = np.array([index.papers[row].id for row in rows], dtype=object)
-        order = np.lexsort((ids, -np.round(values, 10)))  # rank's order: score, then paper id
+        order = np.lexsort((ids[rows], -np.round(values, 10)))  # rank's order: score, then paper id
         if self.top:
             order = order[: self.top]
         return ProfileScores(name, rows[order], values[order])

@@ -60,22 +60,31 @@ MIN_DF_FROM = 5000
 MAX_DF_FROM = 10
 
 
+def document_frequency_limits(kind: str, n_papers: int) -> tuple[int, float]:
+    """``(min_df, max_df)`` of the ``word`` or ``char`` vocabulary of a collection of ``n_papers``
+    (scikit-learn's meaning: a term is kept when min_df <= df <= max_df * n_papers). One rule
+    for the one-process builder and the partitioned one."""
+    min_df = 2 if n_papers >= MIN_DF_FROM else 1
+    return min_df, (0.9 if kind == "word" and n_papers >= MAX_DF_FROM else 1.0)
+
+
 def _word_counter(vocabulary=None, n_papers: int = 0):
     from sklearn.feature_extraction.text import CountVectorizer
 
     if vocabulary is not None:
         return CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
                                vocabulary=vocabulary, dtype=np.float32)
+    min_df, max_df = document_frequency_limits("word", n_papers)
     return CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
-                           min_df=2 if n_papers >= MIN_DF_FROM else 1,
-                           max_df=0.9 if n_papers >= MAX_DF_FROM else 1.0, dtype=np.float32)
+                           min_df=min_df, max_df=max_df, dtype=np.float32)
 
 
 def _char_counter(vocabulary=None, n_papers: int = 0):
     from sklearn.feature_extraction.text import CountVectorizer
 
+    min_df = document_frequency_limits("char", n_papers)[0] if vocabulary is None else 1
     return CountVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", dtype=np.float32,
-                           vocabulary=vocabulary, min_df=2 if vocabulary is None and n_papers >= MIN_DF_FROM else 1)
+                           vocabulary=vocabulary, min_df=min_df)
 
 
 def _title_counter(vocabulary=None):
@@ -86,6 +95,7 @@ def _title_counter(vocabulary=None):
 
 def _fit_counts(counter, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:
     counts = sparse.csr_matrix(counter.fit_transform(texts), dtype=np.float32)
+    counts.sort_indices()  # canonical rows: a partitioned build gives the same arrays, hence the same sums
     return counts, counter.get_feature_names_out().tolist()
 
 
@@ -107,8 +117,12 @@ def _char_job(texts: list[str]):
 
 def smooth_idf(counts: sparse.csr_matrix) -> np.ndarray:
     """scikit-learn's smooth IDF, ln((1 + n) / (1 + df)) + 1, of each column of ``counts``."""
-    document_frequency = np.bincount(counts.indices, minlength=counts.shape[1])
-    return (np.log((1.0 + counts.shape[0]) / (1.0 + document_frequency)) + 1.0).astype(np.float32)
+    return idf_of(np.bincount(counts.indices, minlength=counts.shape[1]), counts.shape[0])
+
+
+def idf_of(document_frequency: np.ndarray, n_papers: int) -> np.ndarray:
+    """Smooth IDF from each term's document frequency among ``n_papers``."""
+    return (np.log((1.0 + n_papers) / (1.0 + np.asarray(document_frequency))) + 1.0).astype(np.float32)
 
 
 def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
@@ -120,11 +134,15 @@ def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
 
 def bm25_parameters(unigram_counts: sparse.csr_matrix) -> tuple[np.ndarray, float]:
     """Okapi BM25 IDF of each term and the average document length."""
-    n_docs = unigram_counts.shape[0]
     document_frequency = np.bincount(unigram_counts.indices, minlength=unigram_counts.shape[1])
+    return bm25_parameters_of(document_frequency, float(unigram_counts.sum(dtype=np.float64)), unigram_counts.shape[0])
+
+
+def bm25_parameters_of(document_frequency: np.ndarray, total_length: float, n_docs: int) -> tuple[np.ndarray, float]:
+    """:func:`bm25_parameters` from the terms' document frequencies and the summed lengths."""
+    document_frequency = np.asarray(document_frequency)
     idf = np.log1p((n_docs - document_frequency + 0.5) / (document_frequency + 0.5)).astype(np.float32)
-    lengths = np.asarray(unigram_counts.sum(axis=1)).ravel()
-    return idf, max(float(lengths.mean()) if n_docs else 1.0, 1e-9)
+    return idf, max(total_length / n_docs if n_docs else 1.0, 1e-9)
 
 
 def bm25_weights(unigram_counts: sparse.csr_matrix, idf: np.ndarray, average_length: float,
@@ -285,7 +303,7 @@ class CollectionIndex:
         return len(self.papers)
 
     def _lsa(self, word_rows) -> np.ndarray:
-        return normalize(np.asarray(word_rows @ self.lsa_components.T, dtype=np.float32)).astype(np.float32)
+        return lsa_rows(word_rows, self.lsa_components)
 
     def _counter(self, name: str):
         """The vectoriser of one representation with the index's vocabulary (made once)."""
@@ -369,6 +387,27 @@ class CollectionIndex:
         return rep
 
 
+def fit_lsa(word_rows: sparse.csr_matrix, n_components: int, random_state: int = 0) -> np.ndarray | None:
+    """The LSA topic space (TruncatedSVD components, float32) of a collection's word TF-IDF
+    rows; None when there are too few rows or terms for ``n_components`` (or it is 0)."""
+    if not n_components or min(word_rows.shape) <= n_components + 1:
+        return None
+    from sklearn.decomposition import TruncatedSVD
+    from threadpoolctl import threadpool_limits
+
+    svd = TruncatedSVD(n_components, algorithm="randomized", n_iter=3, random_state=random_state)
+    # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
+    # OpenBLAS threads than on one (thread hand-off dominates at this size).
+    with threadpool_limits(1, user_api="blas"):
+        svd.fit(word_rows)
+    return svd.components_.astype(np.float32)
+
+
+def lsa_rows(word_rows, components: np.ndarray) -> np.ndarray:
+    """Rows in the LSA topic space, unit length."""
+    return normalize(np.asarray(word_rows @ components.T, dtype=np.float32)).astype(np.float32)
+
+
 class CollectionIndexBuilder(BaseEstimator):
     """Fits a :class:`CollectionIndex` on a collection's papers.
 
@@ -415,16 +454,9 @@ class CollectionIndexBuilder(BaseEstimator):
                 parts.update(title_counts=title_counts, title_terms=title_terms, title_idf=smooth_idf(title_counts))
             except ValueError:  # titles made only of stop words
                 pass
-        if self.lsa_components and min(word_counts.shape) > self.lsa_components + 1:
-            from sklearn.decomposition import TruncatedSVD
-            from threadpoolctl import threadpool_limits
-
-            svd = TruncatedSVD(self.lsa_components, algorithm="randomized", n_iter=3, random_state=self.random_state)
-            # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
-            # OpenBLAS threads than on one (thread hand-off dominates at this size).
-            with threadpool_limits(1, user_api="blas"):
-                svd.fit(tfidf_rows(word_counts, word_idf))
-            parts["lsa_components"] = svd.components_.astype(np.float32)
+        components = fit_lsa(tfidf_rows(word_counts, word_idf), self.lsa_components, self.random_state)
+        if components is not None:
+            parts["lsa_components"] = components
         vocabulary: dict[str, int] = {}
         parts["author_rows"] = author_incidence(papers, vocabulary, grow=True)
         parts["author_names"] = list(vocabulary)

@@ -1,0 +1,100 @@
+"""A collection index built partition by partition equals the one-process index."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import connectors
+from recommender import defaults
+from recommender.affinity import AffinityScorer
+from recommender.cluster import LocalEngine
+from recommender.collection_index import CollectionIndexBuilder
+from recommender.hybrid import HybridModel
+from recommender.partitioned_index import build_partitioned
+from recommender.partitioned_scoring import CollectionPart
+from tests.conftest import DATA, EXAMPLE_LIBRARY
+
+COLLECTION = defaults.bundled_collection()
+
+
+def split(papers, n):
+    edges = np.linspace(0, len(papers), n + 1).round().astype(int)
+    return [papers[start:stop] for start, stop in zip(edges[:-1], edges[1:])]
+
+
+@pytest.fixture(scope="module")
+def papers():
+    # Two collections joined, so that partitions differ in topic and vocabulary.
+    return connectors.load(COLLECTION) + connectors.load(DATA / "report-collection.jsonl")
+
+
+def assert_same_rows(part: CollectionPart, index, start: int, stop: int):
+    for name, expected in (("word", index.word_rows), ("char", index.char_rows), ("bm25", index.bm25_rows),
+                           ("authors", index.author_rows)):
+        got, want = getattr(part, name), expected[start:stop]
+        assert got.shape == want.shape, name
+        assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices), name
+        assert np.array_equal(got.data, want.data), name
+
+
+@pytest.mark.parametrize("n_partitions", [1, 3, 7])
+def test_partitioned_vocabulary_idf_and_rows_equal_the_one_process_index(papers, n_partitions):
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    built = build_partitioned(LocalEngine(), split(papers, n_partitions))
+    vocabulary = built.vocabulary
+    assert vocabulary.word_terms == index.word_terms and vocabulary.char_terms == index.char_terms
+    assert np.array_equal(vocabulary.word_idf, index.word_idf) and np.array_equal(vocabulary.char_idf, index.char_idf)
+    assert np.array_equal(vocabulary.bm25_idf, index.bm25_idf)
+    assert vocabulary.bm25_average_length == index.bm25_average_length
+    assert vocabulary.author_names == index.author_names
+    assert built.paper_ids == [paper.id for paper in index.papers]
+    assert [start for start, _ in built.bounds] == [part.offset for part in built.parts]
+    for part, (start, stop) in zip(built.parts, built.bounds):
+        assert_same_rows(part, index, start, stop)
+
+
+def test_vocabulary_limits_apply_to_the_summed_document_frequencies(papers, monkeypatch):
+    # The df limits (min_df 2, max_df 0.9) start at 5,000 / 10 papers; lower the first so a small
+    # collection exercises both: a term seen once in each of two partitions must be kept.
+    import recommender.collection_index as collection_index
+
+    monkeypatch.setattr(collection_index, "MIN_DF_FROM", 20)
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    built = build_partitioned(LocalEngine(), split(papers, 5))
+    assert len(index.word_terms) < 20_000  # the limit removed the terms of one paper
+    assert built.vocabulary.word_terms == index.word_terms and built.vocabulary.char_terms == index.char_terms
+    assert np.array_equal(built.vocabulary.word_idf, index.word_idf)
+
+
+def test_scores_against_the_partitioned_index_equal_the_one_process_scores(papers):
+    library = connectors.load(EXAMPLE_LIBRARY)
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    built = build_partitioned(LocalEngine(), split(papers, 4))
+    scorer = AffinityScorer(HybridModel())
+    (expected,) = scorer.score(index, {"me": library}, LocalEngine())
+    (got,) = scorer.score(built, {"me": library}, LocalEngine())
+    assert got.paper_ids(built) == expected.paper_ids(index)
+    np.testing.assert_allclose(got.scores, expected.scores, rtol=0, atol=1e-12)
+
+
+def test_workers_read_their_own_files_when_given_paths(papers, tmp_path):
+    paths = []
+    for number, part in enumerate(split(papers, 3)):
+        paths.append(tmp_path / f"part-{number}.jsonl")
+        connectors.dump(part, paths[-1])
+    from_files = build_partitioned(LocalEngine(), [str(path) for path in paths])
+    from_papers = build_partitioned(LocalEngine(), split(papers, 3))
+    assert from_files.paper_ids == from_papers.paper_ids
+    assert from_files.vocabulary.word_terms == from_papers.vocabulary.word_terms
+    for a, b in zip(from_files.parts, from_papers.parts):
+        assert np.array_equal(a.word.data, b.word.data) and np.array_equal(a.char.indices, b.char.indices)
+
+
+def test_a_partition_of_stop_words_only_is_no_error_but_an_empty_collection_is(papers):
+    from recommender.paper import Paper
+
+    stop = [Paper(id="s1", title="The of and", abstract="")]
+    built = build_partitioned(LocalEngine(), [papers[:10], stop])
+    assert built.n_papers == 11 and built.parts[1].word.nnz == 0
+    with pytest.raises(ValueError, match="vocabulary"):
+        build_partitioned(LocalEngine(), [stop])
