@@ -4,13 +4,15 @@
     python -m benchmarks.bench_affinity --sizes 10000 100000 --workers 2
 
 Collections are synthesised at run time from the shared conference abstracts
-(:mod:`benchmarks.synthetic_collection`, JSON Lines shards in a temporary directory, deleted
-afterwards). Each size runs in a process of its own, so its peak memory is its own: reading the
-shards, building the collection index (vocabularies, TF-IDF, BM25, authors: the work shared by
-all profiles), then scoring the example library (one profile, 55 papers) on a local Dask cluster
-of ``--workers`` single-threaded workers, the collection cut into partitions of 50,000 papers.
-Printed per size: seconds per stage, the driver's peak RSS and each worker's, and at the end how
-each stage grows from one size to the next (ratios of the same run).
+(:mod:`benchmarks.synthetic_collection`, JSON Lines shards of 25,000 papers in a temporary
+directory, deleted afterwards). Each size runs in a process of its own, so its peak memory is
+its own. On a local Dask cluster of ``--workers`` single-threaded workers (memory limit 4 GiB
+each: Dask spills to the worker's disk from half of it), each worker reads its shards and the
+collection index is built there partition by partition
+(:func:`recommender.partitioned_index.build_partitioned`: only vocabularies come back to this
+process); then the example library (one profile, 55 papers) is scored against it. Printed per
+size: seconds to index and to score, each worker's peak RSS and this process's (the driver),
+and at the end how each grows from one size to the next (ratios of the same run).
 """
 from __future__ import annotations
 
@@ -115,6 +117,7 @@ def main() -> None:
         factor = larger["papers"] / smaller["papers"]
         print(f"{smaller['papers']:,} -> {larger['papers']:,} papers (x{factor:g}): index x"
               f"{larger['index_s'] / smaller['index_s']:.1f}, score x{larger['score_s'] / smaller['score_s']:.1f}, "
+              f"worker peak x{max(larger['worker_peak_mib']) / max(smaller['worker_peak_mib']):.1f}, "
               f"driver peak x{larger['driver_peak_mib'] / smaller['driver_peak_mib']:.1f}")
 
 

@@ -128,6 +128,7 @@ def rank(output_format, output, workers, scheduler, **options):
       litrank rank -l refs.bib -c icml2026.jsonl -o picks.html
       litrank rank -l refs.bib -c arxiv:cs.LG --days 7
       litrank rank -l refs.bib -c openreview:ICLR.cc/2026/Conference
+      litrank rank -l refs.bib -c arxiv-shards/ -n 50 --workers 2
     """
     output_format = _output_format(output, output_format)
     if workers and scheduler:

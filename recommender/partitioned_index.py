@@ -20,7 +20,9 @@ numbers equal the one-process index's: same vocabulary, same IDF, same rows.
 from __future__ import annotations
 
 import warnings
+from array import array
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Sequence
 
 import numpy as np
@@ -167,33 +169,36 @@ def place_partition(mapping: dict, state: dict, vocabulary: IndexVocabulary) -> 
 
 
 class _TermCounts:
-    """Document frequencies summed over partitions; each term numbered when first seen."""
+    """Document frequencies (and total counts) summed over partitions, in compact arrays; each
+    term numbered when first seen."""
 
     def __init__(self):
         self.number: dict[str, int] = {}
-        self.df: list[int] = []
-        self.total: list[float] = []
+        self.df = array("q")
+        self.total = array("d")
         self.local: list[np.ndarray] = []  # per partition: its terms' numbers
 
     def add(self, terms: list[str], df: np.ndarray, total) -> None:
-        numbers = np.empty(len(terms), dtype=np.int64)
-        totals = total.tolist() if total is not None else [0.0] * len(terms)
-        for position, (term, count, tf) in enumerate(zip(terms, df.tolist(), totals)):
-            number = self.number.get(term)
-            if number is None:
-                number = self.number[term] = len(self.df)
-                self.df.append(0)
-                self.total.append(0.0)
-            self.df[number] += count
-            self.total[number] += tf
-            numbers[position] = number
+        number, df_sums, totals = self.number, self.df, self.total
+        numbers = np.empty(len(terms), dtype=np.int32)
+        for position, (term, count, tf) in enumerate(zip(terms, df.tolist(),
+                                                         total.tolist() if total is not None else repeat(0.0))):
+            found = number.get(term)
+            if found is None:
+                found = number[term] = len(df_sums)
+                df_sums.append(count)
+                totals.append(tf)
+            else:
+                df_sums[found] += count
+                totals[found] += tf
+            numbers[position] = found
         self.local.append(numbers)
 
     def vocabulary(self, kind: str, n_papers: int) -> tuple[list[str], np.ndarray, np.ndarray, list[np.ndarray]]:
         """The builder's vocabulary (sorted, limited by document frequency), its terms' df and
         total counts, and each partition's local → vocabulary column map."""
         min_df, max_df = document_frequency_limits(kind, n_papers)
-        df = np.asarray(self.df, dtype=np.int64)
+        df = np.frombuffer(self.df, dtype=np.int64)
         kept = (df >= min_df) & (df <= max_df * n_papers)
         terms = sorted(term for term, number in self.number.items() if kept[number])
         if not terms:
@@ -201,7 +206,7 @@ class _TermCounts:
         column = np.full(len(df), -1, dtype=np.int64)
         numbers = np.array([self.number[term] for term in terms], dtype=np.int64)
         column[numbers] = np.arange(len(terms))
-        return terms, df[numbers], np.asarray(self.total)[numbers], [column[local] for local in self.local]
+        return terms, df[numbers], np.frombuffer(self.total)[numbers], [column[local] for local in self.local]
 
 
 def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder=None) -> PartitionedIndex:
@@ -221,37 +226,40 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
             source = (source, np.asarray(embedder.embed(texts), dtype=np.float32).reshape(len(texts), -1))
         items.append(source)
     states = engine.step(count_partition, engine.put(items), [None] * len(items), use_char)
-    outs = engine.collect(states, "out")
-    n_papers = sum(out["n"] for out in outs)
-    if not n_papers:
-        raise ValueError("the collection has no papers to index")
     word, char = _TermCounts(), _TermCounts()
     authors: dict[str, int] = {}
-    author_maps = []
-    for out in outs:
+    author_maps, sizes, ids = [], [], []
+    for state in states:  # one partition's terms at a time: never every partition's lists at once
+        (out,) = engine.collect([state], "out")
         word.add(*out["word"])
         if use_char:
             char.add(*out["char"])
         author_maps.append(np.array([authors.setdefault(name, len(authors)) for name in out["authors"]],
                                     dtype=np.int64))
+        sizes.append(out["n"])
+        ids.extend(out["ids"])
+        del out
+    n_papers = sum(sizes)
+    if not n_papers:
+        raise ValueError("the collection has no papers to index")
     word_terms, word_df, word_total, word_maps = word.vocabulary("word", n_papers)
     unigram_columns = np.flatnonzero([" " not in term for term in word_terms])
     bm25_idf, average_length = bm25_parameters_of(word_df[unigram_columns], float(word_total[unigram_columns].sum()),
                                                   n_papers)
     char_terms = char_idf = None
-    char_maps = [None] * len(outs)
+    char_maps = [None] * len(sizes)
     if use_char:
         char_terms, char_df, _, char_maps = char.vocabulary("char", n_papers)
         char_idf = idf_of(char_df, n_papers)
     vocabulary = IndexVocabulary(word_terms, idf_of(word_df, n_papers), char_terms, char_idf, unigram_columns,
                                  bm25_idf, average_length, list(authors), embedder_id(embedder))
-    offsets = np.cumsum([0] + [out["n"] for out in outs])
+    offsets = np.cumsum([0] + sizes)
     mappings = [{"offset": int(offsets[i]), "word": word_maps[i], "char": char_maps[i], "authors": author_maps[i]}
-                for i in range(len(outs))]
+                for i in range(len(sizes))]
     parts = engine.step(place_partition, engine.put(mappings), states, vocabulary)
     del states
     bounds = [(int(start), int(stop)) for start, stop in zip(offsets[:-1], offsets[1:])]
-    return PartitionedIndex(vocabulary, parts, bounds, [paper_id for out in outs for paper_id in out["ids"]])
+    return PartitionedIndex(vocabulary, parts, bounds, ids)
 
 
 def index_on(engine, builder, papers: Sequence[Paper], n_partitions: int | None = None):

@@ -58,10 +58,12 @@ def test_vocabulary_limits_apply_to_the_summed_document_frequencies(papers, monk
     # collection exercises both: a term seen once in each of two partitions must be kept.
     import recommender.collection_index as collection_index
 
+    unlimited = CollectionIndexBuilder(lsa_components=0).build(papers)
     monkeypatch.setattr(collection_index, "MIN_DF_FROM", 20)
     index = CollectionIndexBuilder(lsa_components=0).build(papers)
     built = build_partitioned(LocalEngine(), split(papers, 5))
-    assert len(index.word_terms) < 20_000  # the limit removed the terms of one paper
+    assert len(index.word_terms) < len(unlimited.word_terms) // 2  # the terms of one paper are gone
+    assert len(index.char_terms) < len(unlimited.char_terms)
     assert built.vocabulary.word_terms == index.word_terms and built.vocabulary.char_terms == index.char_terms
     assert np.array_equal(built.vocabulary.word_idf, index.word_idf)
 
