@@ -14,6 +14,7 @@ by partition rows × group columns, not by the number of profiles.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from dataclasses import dataclass
@@ -24,9 +25,10 @@ from scipy import sparse
 from sklearn.preprocessing import normalize
 
 from . import partitioned_scoring as steps
-from .collection_index import CollectionIndex, author_incidence
+from .collection_index import CollectionIndex, LibraryWeighting, author_incidence
 from .hybrid import HybridModel
 from .paper import Paper
+from .partitioned_index import PartitionedIndex
 
 # Rows per partition: a partition's blocks are rows × library columns float64 (50,000 × 256: 100 MB).
 PARTITION_ROWS = 50_000
@@ -41,8 +43,17 @@ class ProfileScores:
     rows: np.ndarray
     scores: np.ndarray
 
-    def paper_ids(self, index: CollectionIndex) -> list[str]:
-        return [index.papers[row].id for row in self.rows]
+    def paper_ids(self, index) -> list[str]:
+        ids = paper_ids(index)
+        return [ids[row] for row in self.rows]
+
+
+def paper_ids(index) -> list[str]:
+    """The ids of an index's papers, row by row (a :class:`CollectionIndex` or a
+    :class:`~recommender.partitioned_index.PartitionedIndex`)."""
+    if isinstance(index, PartitionedIndex):
+        return index.paper_ids
+    return [paper.id for paper in index.papers]
 
 
 def partition_bounds(n_papers: int, n_partitions: int | None = None, rows: int = PARTITION_ROWS) -> list[tuple[int, int]]:
@@ -72,7 +83,7 @@ class AffinityScorer:
         self.top = top
         self.column_budget = column_budget
 
-    def score(self, index: CollectionIndex, profiles: Mapping[str, Sequence[Paper]], engine,
+    def score(self, index: CollectionIndex | PartitionedIndex, profiles: Mapping[str, Sequence[Paper]], engine,
               n_partitions: int | None = None) -> Iterator[ProfileScores]:
         """Each profile's scores, in the order of ``profiles``; partitions run on ``engine``."""
         if not isinstance(self.model, HybridModel):
@@ -80,16 +91,42 @@ class AffinityScorer:
         index.check_embedder(self.model.embedder)
         names = list(profiles)
         libraries = [list(profiles[name]) for name in names]
-        bounds = partition_bounds(index.n_papers, n_partitions)
-        parts = engine.put([steps.CollectionPart.of_index(index, start, stop) for start, stop in bounds])
-        columns = _library_rows(index, libraries, self.model)
+        parts, columns = self._placed(index, engine, n_partitions, libraries)
+        ids = np.array(paper_ids(index), dtype=object)
         offsets = np.cumsum([0] + [len(library) for library in libraries])
         for group in _groups([len(library) for library in libraries], self.column_budget):
             rows = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in group])
-            library = self._columns(columns, rows, [libraries[g] for g in group])
-            block_scores = self._score_group(engine, parts, library, [libraries[g] for g in group])
+            group_columns = self._columns(columns, rows, [libraries[g] for g in group])
+            block_scores = self._score_group(engine, parts, group_columns, [libraries[g] for g in group])
             for position, g in enumerate(group):
-                yield self._ranked(names[g], index, block_scores[:, position])
+                yield self._ranked(names[g], ids, block_scores[:, position])
+
+    def score_library(self, index, library: Sequence[Paper], engine, excluded_rows: np.ndarray,
+                      not_feedback: np.ndarray | None = None, explain: bool = False, n_partitions: int | None = None):
+        """``rank``'s scores of every collection row for one ``library`` (NaN at ``excluded_rows``,
+        the rows that are not candidates; ``not_feedback``: candidates never used as feedback) and,
+        with ``explain``, the score's parts (the hybrid model's ``components_``), row by row."""
+        library = list(library)
+        parts, columns = self._placed(index, engine, n_partitions, [library])
+        group = self._columns(columns, np.arange(len(library)), [library])
+        group = dataclasses.replace(group, library=dataclasses.replace(group.library, not_feedback=not_feedback,
+                                                                       explain=explain))
+        states = self._final_states(engine, parts, group, [np.asarray(excluded_rows, dtype=np.int64)])
+        scores = np.vstack(engine.collect(states, "out"))[:, 0]
+        components = {}
+        if explain:
+            for found in engine.collect(states, "components"):
+                for name, values in found.items():
+                    components.setdefault(name, []).append(values[:, 0])
+        return scores, {name: np.concatenate(values) for name, values in components.items()}
+
+    def _placed(self, index, engine, n_partitions: int | None, libraries: list[list[Paper]]):
+        """The index's partitions on ``engine`` and the library rows of every profile."""
+        if isinstance(index, PartitionedIndex):  # its rows are on the engine already
+            return index.parts, _library_rows(index.vocabulary, libraries, self.model)
+        bounds = partition_bounds(index.n_papers, n_partitions)
+        parts = engine.put([steps.CollectionPart.of_index(index, start, stop) for start, stop in bounds])
+        return parts, _library_rows(index, libraries, self.model)
 
     def _columns(self, columns: dict, rows: np.ndarray, libraries: list[list[Paper]]) -> "_Columns":
         model = self.model
@@ -109,6 +146,10 @@ class AffinityScorer:
             profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation))
 
     def _score_group(self, engine, parts, columns: "_Columns", libraries: list[list[Paper]]) -> np.ndarray:
+        return np.vstack(engine.collect(self._final_states(engine, parts, columns, libraries), "out"))
+
+    def _final_states(self, engine, parts, columns: "_Columns", libraries: list) -> list:
+        """The map and reduce steps; each part's last state holds its scores under ``"out"``."""
         library = columns.library
         states = engine.step(steps.first_moments, parts, [None] * len(parts), library, libraries)
         moments = engine.collect(states, "out")
@@ -125,8 +166,7 @@ class AffinityScorer:
         moments = engine.collect(states, "out")
         for name in ("expanded", "bm25"):
             statistics[name] = steps.merge_moments(m[name] for m in moments)
-        states = engine.step(steps.final_scores, parts, states, library, statistics)
-        return np.vstack(engine.collect(states, "out"))
+        return engine.step(steps.final_scores, parts, states, library, statistics)
 
     def _feedback(self, engine, parts, states, columns: "_Columns", library_vectors, statistics,
                   candidates: np.ndarray):
@@ -171,11 +211,10 @@ class AffinityScorer:
         centroids = normalize(sparse.csr_matrix(sparse.diags(inverse_k) @ centroids))
         return normalize(sparse.csr_matrix(library_vectors) + sparse.diags(weights) @ centroids)
 
-    def _ranked(self, name: str, index: CollectionIndex, scores: np.ndarray) -> ProfileScores:
+    def _ranked(self, name: str, ids: np.ndarray, scores: np.ndarray) -> ProfileScores:
         rows = np.flatnonzero(~np.isnan(scores))
         values = scores[rows]
-        ids = np.array([index.papers[row].id for row in rows], dtype=object)
-        order = np.lexsort((ids, -np.round(values, 10)))  # rank's order: score, then paper id
+        order = np.lexsort((ids[rows], -np.round(values, 10)))  # rank's order: score, then paper id
         if self.top:
             order = order[: self.top]
         return ProfileScores(name, rows[order], values[order])
@@ -240,22 +279,26 @@ def _own_terms_apart(blocks: list[sparse.csr_matrix], n_columns: int) -> sparse.
                          format="csr")
 
 
-def _library_rows(index: CollectionIndex, libraries: list[list[Paper]], model: HybridModel) -> dict:
+def _library_rows(source: LibraryWeighting, libraries: list[list[Paper]], model: HybridModel) -> dict:
     """Every profile's papers transformed with the index's vectorisers, each profile as ``rank``
-    transforms a library (its own IDF and terms, see ``CollectionIndex.library_rows``); one
-    embedding call for all (papers shared by several profiles are embedded once, the cache shared)."""
+    transforms a library (its own IDF and terms, see :meth:`LibraryWeighting.library_rows`); one
+    embedding call for all (papers shared by several profiles are embedded once, the cache shared).
+    ``source``: a :class:`CollectionIndex` or a partitioned index's vocabulary."""
     papers = [paper for library in libraries for paper in library]
-    rep = index.representations(papers, embedder=model.embedder)
-    n = len(papers)
-    word = _own_terms_apart([index.library_rows("word", [p.text for p in library]) for library in libraries],
-                            len(index.word_terms))
-    char = None if index.char_rows is None or "char" not in rep.vectors else _own_terms_apart(
-        [index.library_rows("char", [p.text for p in library]) for library in libraries], len(index.char_terms))
-    vocabulary = {name: column for column, name in enumerate(index.author_names)}
-    return {"word": word, "char": char, "word_columns": len(index.word_terms),
-            "char_columns": 0 if char is None else len(index.char_terms),
-            "embedding": rep.vectors["embedding"][:n] if "embedding" in rep.vectors else None,
-            "unigrams": rep.term_counts[:n], "authors": author_incidence(papers, vocabulary, grow=False)}
+    texts = [[paper.text for paper in library] for library in libraries]
+    word = [source.library_tfidf("word", profile_texts) for profile_texts in texts]
+    char = None if source.char_terms is None else _own_terms_apart(
+        [source.library_rows("char", profile_texts) for profile_texts in texts], len(source.char_terms))
+    embedding = None
+    if model.embedder is not None:
+        embedding = np.asarray(model.embedder.embed([paper.text for paper in papers]),
+                               dtype=np.float32).reshape(len(papers), -1)
+    vocabulary = {name: column for column, name in enumerate(source.author_names)}
+    return {"word": _own_terms_apart([rows for rows, _, _ in word], len(source.word_terms)), "char": char,
+            "word_columns": len(source.word_terms), "char_columns": 0 if char is None else len(source.char_terms),
+            "embedding": embedding,
+            "unigrams": sparse.vstack([counts[:, source.unigram_columns] for _, _, counts in word], format="csr"),
+            "authors": author_incidence(papers, vocabulary, grow=False)}
 
 
 def _groups(sizes: list[int], budget: int) -> list[list[int]]:

@@ -109,7 +109,12 @@ def _source_options(function):
               help="Write the picks to FILE (atomically) instead of stdout; the format follows the "
                    "extension (.bib, .json, .jsonl, .csv, .txt, .html).")
 @click.option("--explain", is_flag=True, help="Show the library papers each pick is close to and the terms they share.")
-def rank(output_format, output, **options):
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Score on a local Dask cluster of N worker processes, the collection partitioned over them "
+                   "(pip install 'litrank[dask]'); same picks as without.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Score on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786).")
+def rank(output_format, output, workers, scheduler, **options):
     """Rank the papers of a collection by relevance to your library.
 
     Papers of the collection that are already in your library (same DOI, arXiv id, or title
@@ -123,9 +128,24 @@ def rank(output_format, output, **options):
       litrank rank -l refs.bib -c icml2026.jsonl -o picks.html
       litrank rank -l refs.bib -c arxiv:cs.LG --days 7
       litrank rank -l refs.bib -c openreview:ICLR.cc/2026/Conference
+      litrank rank -l refs.bib -c arxiv-shards/ -n 50 --workers 2
     """
     output_format = _output_format(output, output_format)
-    _rank_and_write(output_format, output, **options)
+    if workers and scheduler:
+        raise click.UsageError("give --workers (a local cluster) or --scheduler (an existing one), not both")
+    if (workers or scheduler) and output_format == "html":
+        fail("the HTML page maps the whole collection, which a cluster run keeps on its workers; "
+             "write another format, or rank without --workers/--scheduler")
+    if (workers or scheduler) and options["model_name"] != "hybrid":
+        fail(f"ranking on a cluster uses the hybrid model; --model {options['model_name']} runs without "
+             "--workers/--scheduler")
+    from .cluster import ClusterUnavailable, engine
+
+    try:
+        with engine(scheduler, workers) as runner:
+            _rank_and_write(output_format, output, runner=runner if (workers or scheduler) else None, **options)
+    except ClusterUnavailable as exc:
+        fail(str(exc))
 
 
 @main.command("report")
@@ -157,7 +177,7 @@ def report_command(output, open_page, **options):
 
 def _rank_and_write(output_format, output, library_sources, collection_sources, top, explain, library_format,
                     collection_format, model_name, embedder, since, days, include, offline, diversity, no_feedback,
-                    enrich, zotero_dir, zotero_collection):
+                    enrich, zotero_dir, zotero_collection, runner=None):
     library_sources = zotero_sources(library_sources, zotero_dir, zotero_collection)
     collection_sources = remote_sources(collection_sources, since, days, offline, include)
     try:
@@ -183,7 +203,7 @@ def _rank_and_write(output_format, output, library_sources, collection_sources, 
         model = make_model(model_name, choose_embedder(embedder) if model_name != "similarity" else None)
         embedding = " (new papers are embedded first)" if getattr(model, "embedder", None) else ""
         with stage(f"Ranking {len(collection):,} papers against {len(library):,}{embedding}..."):
-            ranking = Ranker(model, diversity=diversity).rank(
+            ranking = Ranker(model, diversity=diversity, engine=runner).rank(
                 library, collection if index is None else index, top=top or None,
                 explain_terms=5 if explain or output_format == "html" else 0, judgements=judged)
     except (connectors.SourceError, ValueError) as exc:

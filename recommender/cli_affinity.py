@@ -64,6 +64,7 @@ def affinity(profiles_source, collection_sources, profiles_format, collection_fo
         fail(f"affinity scores use the hybrid model; --model {model_name} is for `litrank rank`")
     from .affinity import AffinityScorer, partition_bounds
     from .cluster import ClusterUnavailable, engine
+    from .partitioned_index import index_on
     from .ranking import make_model
 
     zotero_sources((), zotero_dir, None)
@@ -76,12 +77,13 @@ def affinity(profiles_source, collection_sources, profiles_format, collection_fo
         n_library = sum(len(papers) for papers in members.values())
         say(f"Scoring {len(collection):,} papers of {label} for {plural(len(members), 'profile')} "
             f"({n_library:,} library papers).")
-        with stage(f"Indexing {len(collection):,} papers..."):
-            index = model.index_builder().set_params(lsa_components=0).build(collection)
         with engine(scheduler, workers) as runner:
             n_partitions = partitions or (runner.n_workers if runner.n_workers > 1 else None)
             if n_partitions:
-                n_partitions = max(n_partitions, len(partition_bounds(index.n_papers)))
+                n_partitions = max(n_partitions, len(partition_bounds(len(collection))))
+            with stage(f"Indexing {len(collection):,} papers on {runner.description}..."):
+                index = index_on(runner, model.index_builder(), collection, n_partitions)
+            del collection  # on a cluster, the workers hold the papers now
             with stage(f"Scoring on {runner.description}..."):
                 results = AffinityScorer(model, top=top or None).score(index, members, runner, n_partitions)
                 blocks = (affinity_scores.ScoreBlock(result.profile_id, result.paper_ids(index), result.scores,

@@ -3,7 +3,8 @@
 :class:`LocalEngine` and :class:`DaskEngine` have one interface: ``put(partitions)`` places
 them, ``step(function, partitions, states, *shared)`` runs ``function(partition, state, *shared)``
 on each (``shared`` values go to every call, sent once) and returns the new states, and
-``collect(states, key)`` brings back one value of each state. The partitioned scoring is one
+``collect(states, key)`` brings back one value of each state; ``combine(function, partitions)``
+runs one function over all of them in one place (a fit that needs the whole collection). The partitioned scoring is one
 piece of code whichever engine runs it. Dask is the optional extra
 ``pip install 'litrank[dask]'``; it is imported only here and only when a cluster is asked for.
 """
@@ -34,6 +35,9 @@ class LocalEngine:
     def collect(self, states: Sequence, key: str) -> list:
         return [state[key] for state in states]
 
+    def combine(self, function: Callable, items: Sequence, *shared):
+        return function(list(items), *shared)
+
 
 def _pick(state: dict, key: str):
     return state[key]
@@ -59,11 +63,18 @@ class DaskEngine:
         return self.client.scatter(list(items))
 
     def step(self, function: Callable, items: Sequence, states: Sequence, *shared) -> list:
-        shared = [self.client.scatter(value, broadcast=True) for value in shared]
+        from distributed import Future
+
+        shared = [value if isinstance(value, Future) else self.client.scatter(value, broadcast=True) for value in shared]
         return [self.client.submit(function, item, state, *shared, pure=False) for item, state in zip(items, states)]
 
     def collect(self, states: Sequence, key: str) -> list:
         return self.client.gather([self.client.submit(_pick, state, key, pure=False) for state in states])
+
+    def combine(self, function: Callable, items: Sequence, *shared):
+        """``function(all items, *shared)`` on one worker; its result stays there (a future that
+        later steps take as a shared value)."""
+        return self.client.submit(function, list(items), *shared, pure=False)
 
 
 def dask_available() -> bool:

@@ -62,22 +62,31 @@ MIN_DF_FROM = 5000
 MAX_DF_FROM = 10
 
 
+def document_frequency_limits(kind: str, n_papers: int) -> tuple[int, float]:
+    """``(min_df, max_df)`` of the ``word`` or ``char`` vocabulary of a collection of ``n_papers``
+    (scikit-learn's meaning: a term is kept when min_df <= df <= max_df * n_papers). One rule
+    for the one-process builder and the partitioned one."""
+    min_df = 2 if n_papers >= MIN_DF_FROM else 1
+    return min_df, (0.9 if kind == "word" and n_papers >= MAX_DF_FROM else 1.0)
+
+
 def _word_counter(vocabulary=None, n_papers: int = 0):
     from sklearn.feature_extraction.text import CountVectorizer
 
     if vocabulary is not None:
         return CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
                                vocabulary=vocabulary, dtype=np.float32)
+    min_df, max_df = document_frequency_limits("word", n_papers)
     return CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
-                           min_df=2 if n_papers >= MIN_DF_FROM else 1,
-                           max_df=0.9 if n_papers >= MAX_DF_FROM else 1.0, dtype=np.float32)
+                           min_df=min_df, max_df=max_df, dtype=np.float32)
 
 
 def _char_counter(vocabulary=None, n_papers: int = 0):
     from sklearn.feature_extraction.text import CountVectorizer
 
+    min_df = document_frequency_limits("char", n_papers)[0] if vocabulary is None else 1
     return CountVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", dtype=np.float32,
-                           vocabulary=vocabulary, min_df=2 if vocabulary is None and n_papers >= MIN_DF_FROM else 1)
+                           vocabulary=vocabulary, min_df=min_df)
 
 
 def _fold(text: str) -> str:
@@ -93,6 +102,7 @@ def _title_counter(vocabulary=None):
 
 def _fit_counts(counter, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:
     counts = sparse.csr_matrix(counter.fit_transform(texts), dtype=np.float32)
+    counts.sort_indices()  # canonical rows: a partitioned build gives the same arrays, hence the same sums
     return counts, counter.get_feature_names_out().tolist()
 
 
@@ -114,8 +124,12 @@ def _char_job(texts: list[str]):
 
 def smooth_idf(counts: sparse.csr_matrix) -> np.ndarray:
     """scikit-learn's smooth IDF, ln((1 + n) / (1 + df)) + 1, of each column of ``counts``."""
-    document_frequency = np.bincount(counts.indices, minlength=counts.shape[1])
-    return (np.log((1.0 + counts.shape[0]) / (1.0 + document_frequency)) + 1.0).astype(np.float32)
+    return idf_of(np.bincount(counts.indices, minlength=counts.shape[1]), counts.shape[0])
+
+
+def idf_of(document_frequency: np.ndarray, n_papers: int) -> np.ndarray:
+    """Smooth IDF from each term's document frequency among ``n_papers``."""
+    return (np.log((1.0 + n_papers) / (1.0 + np.asarray(document_frequency))) + 1.0).astype(np.float32)
 
 
 def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
@@ -127,11 +141,15 @@ def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
 
 def bm25_parameters(unigram_counts: sparse.csr_matrix) -> tuple[np.ndarray, float]:
     """Okapi BM25 IDF of each term and the average document length."""
-    n_docs = unigram_counts.shape[0]
     document_frequency = np.bincount(unigram_counts.indices, minlength=unigram_counts.shape[1])
+    return bm25_parameters_of(document_frequency, float(unigram_counts.sum(dtype=np.float64)), unigram_counts.shape[0])
+
+
+def bm25_parameters_of(document_frequency: np.ndarray, total_length: float, n_docs: int) -> tuple[np.ndarray, float]:
+    """:func:`bm25_parameters` from the terms' document frequencies and the summed lengths."""
+    document_frequency = np.asarray(document_frequency)
     idf = np.log1p((n_docs - document_frequency + 0.5) / (document_frequency + 0.5)).astype(np.float32)
-    lengths = np.asarray(unigram_counts.sum(axis=1)).ravel()
-    return idf, max(float(lengths.mean()) if n_docs else 1.0, 1e-9)
+    return idf, max(total_length / n_docs if n_docs else 1.0, 1e-9)
 
 
 def bm25_weights(unigram_counts: sparse.csr_matrix, idf: np.ndarray, average_length: float,
@@ -167,13 +185,14 @@ def embedder_id(embedder) -> str | None:
     return None if embedder is None else str(getattr(embedder, "model_id", type(embedder).__name__))
 
 
-def _widen(rows: sparse.csr_matrix, n_columns: int) -> sparse.csr_matrix:
+def widen_columns(rows: sparse.csr_matrix, n_columns: int) -> sparse.csr_matrix:
     """``rows`` with empty columns appended up to ``n_columns`` (no copy)."""
     return sparse.csr_matrix((rows.data, rows.indices, rows.indptr), shape=(rows.shape[0], n_columns))
 
 
-class _Terms:
-    """The names of a run's word columns: the index's vocabulary, then the library's own terms."""
+class ColumnNames:
+    """The names of a run's word (or char) columns: the index's vocabulary, then the library's
+    own terms (the ``get_feature_names_out`` of a vectoriser)."""
 
     def __init__(self, index_terms: list[str], library_terms: list[str]):
         self._terms = (index_terms, library_terms)
@@ -195,8 +214,101 @@ class _LazyBlocks(dict):
         return value
 
 
+class LibraryWeighting:
+    """How a library is weighted against a collection's vocabulary: one definition for the
+    one-process :class:`CollectionIndex` and the partitioned index's vocabulary
+    (:class:`~recommender.partitioned_index.IndexVocabulary`).
+
+    The class provides ``n_papers``, ``word_terms``, ``char_terms`` (``title_terms`` for
+    titles), ``unigram_columns`` and :meth:`document_frequencies`.
+    """
+
+    def document_frequencies(self, name: str) -> np.ndarray:
+        """Papers of the collection holding each term of representation ``name`` ("word", "char")."""
+        raise NotImplementedError
+
+    def _counter(self, name: str):
+        """The vectoriser of one representation with the index's vocabulary (made once)."""
+        vectorizers = vars(self).setdefault("_vectorizers", {})
+        if name not in vectorizers:
+            if name == "word":
+                counter = _word_counter(self.word_terms)
+            elif name == "char":
+                counter = _char_counter(self.char_terms)
+            else:
+                counter = _title_counter(self.title_terms)
+            with warnings.catch_warnings():  # char_wb keeps a few n-grams whose accents fold to capitals
+                warnings.simplefilter("ignore", UserWarning)
+                vectorizers[name] = counter.fit([])  # a fixed vocabulary: fitting reads nothing
+        return vectorizers[name]
+
+    def _library_counts(self, name: str, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:
+        """The library's term counts: the index's columns, then the library's own terms (those
+        no collection paper holds, kept as the index's ``min_df`` would keep them) after them.
+
+        A library paper's own terms are part of what it is about: they take their share of its
+        vector's length, as they did when the vocabulary was fitted on library ∪ collection.
+        """
+        known = self._counter(name)
+        n_terms = len(known.vocabulary_)
+        if name == "char":
+            counts, terms = count_char_grams(texts, _fold)
+            columns = self._char_columns(terms)
+        else:
+            own = _word_counter(n_papers=0).set_params(preprocessor=_fold)  # the same folding, faster
+            try:
+                counts = sparse.csr_matrix(own.fit_transform(texts), dtype=np.float32)
+            except ValueError:  # nothing but stop words
+                return sparse.csr_matrix((len(texts), n_terms), dtype=np.float32), []
+            terms = own.get_feature_names_out()
+            columns = np.fromiter((known.vocabulary_.get(term, -1) for term in terms), dtype=np.int64,
+                                  count=len(terms))
+        min_df = document_frequency_limits(name, self.n_papers)[0]
+        extra = (columns < 0) & (np.bincount(counts.indices, minlength=len(terms)) >= min_df)
+        columns[extra] = n_terms + np.arange(int(extra.sum()))
+        kept = counts[:, columns >= 0]
+        kept = sparse.csr_matrix((kept.data, columns[columns >= 0][kept.indices], kept.indptr),
+                                 shape=(len(texts), n_terms + int(extra.sum())))
+        kept.sort_indices()
+        return kept, terms[extra].tolist()
+
+    def _char_columns(self, grams: np.ndarray) -> np.ndarray:
+        """The index's column of each character n-gram, -1 for those it does not hold."""
+        cached = vars(self).setdefault("_char_order", {})
+        if grams.dtype not in cached:
+            terms = np.asarray(self.char_terms, dtype=grams.dtype)
+            order = np.argsort(terms)
+            cached[grams.dtype] = (terms[order], order)
+        terms, order = cached[grams.dtype]
+        if len(terms) == 0:
+            return np.full(len(grams), -1, dtype=np.int64)
+        position = np.minimum(np.searchsorted(terms, grams), len(terms) - 1)
+        return np.where(terms[position] == grams, order[position], -1).astype(np.int64)
+
+    def library_idf(self, name: str, library_counts: sparse.csr_matrix) -> np.ndarray:
+        """Smooth IDF of each column of ``library_counts`` (from :meth:`_library_counts`) over the
+        library's and the collection's papers together: the library's papers are documents too."""
+        collection = self.document_frequencies(name)
+        frequency = np.bincount(library_counts.indices, minlength=library_counts.shape[1])
+        frequency[: len(collection)] += collection
+        return idf_of(frequency, self.n_papers + library_counts.shape[0])
+
+    def library_rows(self, name: str, texts: list[str]) -> sparse.csr_matrix:
+        """TF-IDF rows ("word" or "char") of a library's texts: the index's columns weighted by
+        :meth:`library_idf`, then the library's own terms (see :meth:`_library_counts`)."""
+        return self.library_tfidf(name, texts)[0]
+
+    def library_tfidf(self, name: str, texts: list[str]) -> tuple[sparse.csr_matrix, ColumnNames, sparse.csr_matrix]:
+        """``(rows, names, known_counts)``: :meth:`library_rows`, the names of their columns (the
+        index's terms, then the library's own) and the library's counts of the index's terms."""
+        counts, own_terms = self._library_counts(name, texts)
+        known = self.word_terms if name == "word" else self.char_terms
+        return (tfidf_rows(counts, self.library_idf(name, counts)), ColumnNames(known, own_terms),
+                counts[:, : len(known)])
+
+
 @dataclass
-class CollectionIndex:
+class CollectionIndex(LibraryWeighting):
     """The fitted representations of one collection (see the module docstring).
 
     Build with :class:`CollectionIndexBuilder`; store and read with ``connectors.litrank_index``.
@@ -251,8 +363,7 @@ class CollectionIndex:
         self.bm25_rows = bm25_weights(unigrams, self.bm25_idf, self.bm25_average_length)
         if self.author_rows is None:
             self.author_rows = sparse.csr_matrix((n, len(self.author_names)), dtype=np.float32)
-        self._vectorizers: dict = {}
-        self._cached: dict = {}  # derived once per index: char n-gram order, identity keys
+        self._cached: dict = {}  # derived once per index: identity keys
         self._document_frequencies: dict = {}
 
     _MATRICES = ("word_counts", "char_counts", "title_counts", "author_rows")
@@ -309,21 +420,7 @@ class CollectionIndex:
         return len(self.papers)
 
     def _lsa(self, word_rows) -> np.ndarray:
-        return normalize(np.asarray(word_rows @ self.lsa_components.T, dtype=np.float32)).astype(np.float32)
-
-    def _counter(self, name: str):
-        """The vectoriser of one representation with the index's vocabulary (made once)."""
-        if name not in self._vectorizers:
-            if name == "word":
-                counter = _word_counter(self.word_terms)
-            elif name == "char":
-                counter = _char_counter(self.char_terms)
-            else:
-                counter = _title_counter(self.title_terms)
-            with warnings.catch_warnings():  # char_wb keeps a few n-grams whose accents fold to capitals
-                warnings.simplefilter("ignore", UserWarning)
-                self._vectorizers[name] = counter.fit([])  # a fixed vocabulary: fitting reads nothing
-        return self._vectorizers[name]
+        return lsa_rows(word_rows, self.lsa_components)
 
     def document_frequencies(self, name: str) -> np.ndarray:
         """Papers of the collection holding each term of representation ``name`` ("word", "char")."""
@@ -331,63 +428,6 @@ class CollectionIndex:
             counts = self.word_counts if name == "word" else self.char_counts
             self._document_frequencies[name] = np.bincount(counts.indices, minlength=counts.shape[1])
         return self._document_frequencies[name]
-
-    def _library_counts(self, name: str, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:
-        """The library's term counts: the index's columns, then the library's own terms (those
-        no collection paper holds, kept as the index's ``min_df`` would keep them) after them.
-
-        A library paper's own terms are part of what it is about: they take their share of its
-        vector's length, as they did when the vocabulary was fitted on library ∪ collection.
-        """
-        known = self._counter(name)
-        n_terms = len(known.vocabulary_)
-        if name == "char":
-            counts, terms = count_char_grams(texts, _fold)
-            columns = self._char_columns(terms)
-        else:
-            own = _word_counter(n_papers=0).set_params(preprocessor=_fold)  # the same folding, faster
-            try:
-                counts = sparse.csr_matrix(own.fit_transform(texts), dtype=np.float32)
-            except ValueError:  # nothing but stop words
-                return sparse.csr_matrix((len(texts), n_terms), dtype=np.float32), []
-            terms = own.get_feature_names_out()
-            columns = np.fromiter((known.vocabulary_.get(term, -1) for term in terms), dtype=np.int64,
-                                  count=len(terms))
-        min_df = 2 if self.n_papers >= MIN_DF_FROM else 1
-        extra = (columns < 0) & (np.bincount(counts.indices, minlength=len(terms)) >= min_df)
-        columns[extra] = n_terms + np.arange(int(extra.sum()))
-        kept = counts[:, columns >= 0]
-        kept = sparse.csr_matrix((kept.data, columns[columns >= 0][kept.indices], kept.indptr),
-                                 shape=(len(texts), n_terms + int(extra.sum())))
-        kept.sort_indices()
-        return kept, terms[extra].tolist()
-
-    def _char_columns(self, grams: np.ndarray) -> np.ndarray:
-        """The index's column of each character n-gram, -1 for those it does not hold."""
-        if "char_order" not in self._cached:
-            terms = np.asarray(self.char_terms, dtype=grams.dtype)
-            order = np.argsort(terms)
-            self._cached["char_order"] = (terms[order], order)
-        terms, order = self._cached["char_order"]
-        if len(terms) == 0:
-            return np.full(len(grams), -1, dtype=np.int64)
-        position = np.minimum(np.searchsorted(terms, grams), len(terms) - 1)
-        return np.where(terms[position] == grams, order[position], -1).astype(np.int64)
-
-    def library_idf(self, name: str, library_counts: sparse.csr_matrix) -> np.ndarray:
-        """Smooth IDF of each column of ``library_counts`` (from :meth:`_library_counts`) over the
-        library's and the collection's papers together: the library's papers are documents too."""
-        collection = self.document_frequencies(name)
-        frequency = np.bincount(library_counts.indices, minlength=library_counts.shape[1])
-        frequency[: len(collection)] += collection
-        n_documents = self.n_papers + library_counts.shape[0]
-        return (np.log((1.0 + n_documents) / (1.0 + frequency)) + 1.0).astype(np.float32)
-
-    def library_rows(self, name: str, texts: list[str]) -> sparse.csr_matrix:
-        """TF-IDF rows ("word" or "char") of a library's texts: the index's columns weighted by
-        :meth:`library_idf`, then the library's own terms (see :meth:`_library_counts`)."""
-        counts, _ = self._library_counts(name, texts)
-        return tfidf_rows(counts, self.library_idf(name, counts))
 
     def identity_keys(self) -> list[list[str]]:
         """Each paper's :meth:`~recommender.paper.Paper.identity_keys` (made once: every ranking
@@ -419,14 +459,12 @@ class CollectionIndex:
         n_library = len(library)
         texts = [paper.text for paper in library]
         rep = Representations(n_library=n_library)
-        word_counts, word_extra = self._library_counts("word", texts)
-        library_word = tfidf_rows(word_counts, self.library_idf("word", word_counts))
-        rep.vectors["word"] = sparse.vstack([library_word, _widen(self.word_rows, library_word.shape[1])], format="csr")
-        rep.word_vectorizer = _Terms(self.word_terms, word_extra)
-        word_counts = word_counts[:, : len(self.word_terms)]
+        library_word, rep.word_vectorizer, word_counts = self.library_tfidf("word", texts)
+        rep.vectors["word"] = sparse.vstack([library_word, widen_columns(self.word_rows, library_word.shape[1])],
+                                            format="csr")
         if self.char_rows is not None:
             library_char = self.library_rows("char", texts)
-            rep.vectors["char"] = sparse.vstack([library_char, _widen(self.char_rows, library_char.shape[1])],
+            rep.vectors["char"] = sparse.vstack([library_char, widen_columns(self.char_rows, library_char.shape[1])],
                                                 format="csr")
         library_word = library_word[:, : len(self.word_terms)]
         if self.lsa_rows is not None:
@@ -464,6 +502,27 @@ class CollectionIndex:
 
         rep.blocks = _LazyBlocks(block)
         return rep
+
+
+def fit_lsa(word_rows: sparse.csr_matrix, n_components: int, random_state: int = 0) -> np.ndarray | None:
+    """The LSA topic space (TruncatedSVD components, float32) of a collection's word TF-IDF
+    rows; None when there are too few rows or terms for ``n_components`` (or it is 0)."""
+    if not n_components or min(word_rows.shape) <= n_components + 1:
+        return None
+    from sklearn.decomposition import TruncatedSVD
+    from threadpoolctl import threadpool_limits
+
+    svd = TruncatedSVD(n_components, algorithm="randomized", n_iter=3, random_state=random_state)
+    # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
+    # OpenBLAS threads than on one (thread hand-off dominates at this size).
+    with threadpool_limits(1, user_api="blas"):
+        svd.fit(word_rows)
+    return svd.components_.astype(np.float32)
+
+
+def lsa_rows(word_rows, components: np.ndarray) -> np.ndarray:
+    """Rows in the LSA topic space, unit length."""
+    return normalize(np.asarray(word_rows @ components.T, dtype=np.float32)).astype(np.float32)
 
 
 class CollectionIndexBuilder(BaseEstimator):
@@ -512,16 +571,9 @@ class CollectionIndexBuilder(BaseEstimator):
                 parts.update(title_counts=title_counts, title_terms=title_terms, title_idf=smooth_idf(title_counts))
             except ValueError:  # titles made only of stop words
                 pass
-        if self.lsa_components and min(word_counts.shape) > self.lsa_components + 1:
-            from sklearn.decomposition import TruncatedSVD
-            from threadpoolctl import threadpool_limits
-
-            svd = TruncatedSVD(self.lsa_components, algorithm="randomized", n_iter=3, random_state=self.random_state)
-            # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
-            # OpenBLAS threads than on one (thread hand-off dominates at this size).
-            with threadpool_limits(1, user_api="blas"):
-                svd.fit(tfidf_rows(word_counts, word_idf))
-            parts["lsa_components"] = svd.components_.astype(np.float32)
+        components = fit_lsa(tfidf_rows(word_counts, word_idf), self.lsa_components, self.random_state)
+        if components is not None:
+            parts["lsa_components"] = components
         vocabulary: dict[str, int] = {}
         parts["author_rows"] = author_incidence(papers, vocabulary, grow=True)
         parts["author_names"] = list(vocabulary)

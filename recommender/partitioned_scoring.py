@@ -69,6 +69,10 @@ class LibraryColumns:
     profile_weight: float
     author_weight: float
     aggregation: str | int = "auto"
+    # Collection rows (global) that are candidates but never feedback: `rank`'s disliked papers.
+    not_feedback: np.ndarray | None = None
+    # Also return the parts of each score (text: lexical, dense; profile; authors), as `rank` explains them.
+    explain: bool = False
 
     @property
     def n_profiles(self) -> int:
@@ -133,8 +137,17 @@ def lexical_block(word, char, library_word, library_char, char_weight: float) ->
     return (block + weight * _dense(char @ library_char.T)) / (1.0 + weight)
 
 
-def excluded_rows(part: CollectionPart, profiles: list[list[Paper]]) -> list[np.ndarray]:
-    """For each profile, the part's rows that are papers of the profile (not its candidates)."""
+def _local(part: CollectionPart, rows: np.ndarray) -> np.ndarray:
+    """Which of the (global) ``rows`` fall in ``part``, as rows of the part."""
+    rows = np.asarray(rows, dtype=np.int64)
+    return rows[(rows >= part.offset) & (rows < part.offset + len(part.papers))] - part.offset
+
+
+def excluded_rows(part: CollectionPart, profiles: list) -> list[np.ndarray]:
+    """For each profile, the part's rows that are papers of the profile (not its candidates); a
+    profile given as an array names its excluded rows itself (global rows)."""
+    if all(isinstance(profile, np.ndarray) for profile in profiles):
+        return [_local(part, profile) for profile in profiles]
     keys: dict[str, list[int]] = {}
     for row, paper in enumerate(part.papers):
         for key in paper.identity_keys():
@@ -185,6 +198,8 @@ def local_feedback(part: CollectionPart, state: dict, library: LibraryColumns, s
     """Map 2: each column's ``k`` best first-pass rows of this part: (global rows, scores), (k, n_columns)."""
     scores = first_pass(state["lexical"], state.get("dense"), statistics, library.dense_weight)
     scores[np.isnan(scores)] = -np.inf
+    if library.not_feedback is not None:
+        scores[_local(part, library.not_feedback)] = -np.inf
     k = min(k, scores.shape[0])
     top = np.argpartition(-scores, k - 1, axis=0)[:k] if k else np.empty((0, scores.shape[1]), dtype=np.int64)
     return {**state, "out": (top + part.offset, np.take_along_axis(scores, top, axis=0))}
@@ -227,26 +242,41 @@ def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, sta
     """Map 5: each row's score for each profile, (n_rows, n_profiles), NaN where the row is a
     paper of the profile; the state keeps nothing else."""
     mean, spread = statistics["expanded"]
-    fused = (state["expanded"] - mean) / nonzero(spread)
+    fused = lexical_z = (state["expanded"] - mean) / nonzero(spread)
+    dense_z = None
     if "dense" in state and "dense" in statistics:
         mean, spread = statistics["dense"]
-        fused = fused + library.dense_weight * (state["dense"] - mean) / nonzero(spread)
+        dense_z = library.dense_weight * (state["dense"] - mean) / nonzero(spread)
+        fused = fused + dense_z
     sizes = library.sizes()
     authors = _dense(part.authors @ library.authors.T)  # float32, as the model's author block
     bm25_mean, bm25_spread = statistics["bm25"]
     scores = np.empty((len(part.papers), library.n_profiles))
+    components: dict[str, np.ndarray] = {}
     for profile in range(library.n_profiles):
         columns, n = library.columns_of(profile), int(sizes[profile])
         k = aggregation_depth(n) if library.aggregation == "auto" else max(1, min(int(library.aggregation), n))
         block = np.nan_to_num(fused[:, columns], nan=-np.inf)
         if k < n:
-            block = -np.partition(-block, k - 1, axis=1)[:, :k]
+            best = np.argpartition(-block, k - 1, axis=1)[:, :k]
+            block = np.take_along_axis(block, best, axis=1)
+        else:
+            best = np.tile(np.arange(n), (block.shape[0], 1))
         with np.errstate(invalid="ignore"):
             total = block.mean(axis=1)
+        parts = {}
+        if library.explain:  # the hybrid model's components_, at the same best columns
+            parts["lexical"] = np.take_along_axis(lexical_z[:, columns], best, axis=1).mean(axis=1)
+            if dense_z is not None:
+                parts["dense"] = np.take_along_axis(dense_z[:, columns], best, axis=1).mean(axis=1)
         if n > 1 and library.profile_weight > 0:
             z = (state["bm25"][:, profile] - bm25_mean[profile]) / nonzero(bm25_spread[profile:profile + 1])[0]
-            total = total + profile_share(n, library.profile_weight) * z
-        total = total + library.author_weight * np.log1p(authors[:, columns].sum(axis=1)) / np.sqrt(n)
+            parts["profile"] = profile_share(n, library.profile_weight) * z
+            total = total + parts["profile"]
+        parts["authors"] = library.author_weight * np.log1p(authors[:, columns].sum(axis=1)) / np.sqrt(n)
+        total = total + parts["authors"]
         total[state["mask"][:, profile]] = np.nan
         scores[:, profile] = total
-    return {"out": scores}
+        for name, values in parts.items():
+            components.setdefault(name, np.full((len(part.papers), library.n_profiles), np.nan))[:, profile] = values
+    return {"out": scores, "components": components}

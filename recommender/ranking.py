@@ -138,11 +138,15 @@ class Ranker:
         See :mod:`recommender.hybrid` and :mod:`recommender.model`.
     diversity : float in [0, 1], default=0.15
         Weight of redundancy in the maximal-marginal-relevance re-ranking of the list head.
+    engine : recommender.cluster engine, optional
+        Score the collection partitioned over it (a Dask cluster); the hybrid model only. The
+        ranking equals the one computed in this process.
     """
 
-    def __init__(self, model=None, diversity: float = DEFAULT_DIVERSITY):
+    def __init__(self, model=None, diversity: float = DEFAULT_DIVERSITY, engine=None):
         self.model = model if model is not None else HybridModel()
         self.diversity = diversity
+        self.engine = engine
 
     def rank(self, library: PapersOrSources, collection: PapersOrSources, top: int | None = None,
              explain_terms: int = 0, judgements: Mapping[str, int] | None = None) -> Ranking:
@@ -183,18 +187,27 @@ class Ranker:
         model, scores = None, None
         if candidates:
             grades = {i: 2 for i, p in enumerate(library_papers) if judgements.get(p.id) == LIKED}
-            if index is None and hasattr(self.model, "index_builder"):
+            if self.engine is not None:
+                if not isinstance(self.model, HybridModel):
+                    raise ValueError("ranking on a cluster uses the hybrid model (--model hybrid)")
+                from .cluster_ranking import fit_on_cluster
+
+                row_of = {id(paper): row for row, paper in enumerate(collection_papers)}
+                model = fit_on_cluster(self.model, self.engine, index if index is not None else collection_papers,
+                                       library_papers, [row_of[id(p)] for p in candidates + disliked if id(p) in row_of],
+                                       [row_of[id(p)] for p in disliked if id(p) in row_of])
+            elif index is None and hasattr(self.model, "index_builder"):
                 # The hybrid model scores against an index of the whole collection, the same
                 # whether it was built now or read from a `litrank index` file.
                 index = self.model.index_builder().build(collection_papers)
-            if index is not None:
+            if index is not None and self.engine is None:
                 row_of = {id(paper): row for row, paper in enumerate(index.papers)}
                 # Disliked library papers are not in the index: they only ever leave the feedback.
                 pool_rows = [row_of[id(p)] for p in candidates] + [row_of[id(p)] for p in disliked if id(p) in row_of]
                 model = fit_on_index(self.model, index, library_papers, pool_rows,
                                      judgements={i: DISLIKED for i in range(len(candidates), len(pool_rows))},
                                      library_grades=grades)
-            else:
+            elif self.engine is None:
                 pool = candidates + disliked
                 model = self.model.fit(library_papers, pool, judgements={len(candidates) + i: DISLIKED
                                                                         for i in range(len(disliked))},
@@ -215,7 +228,8 @@ class Ranker:
                 recommendations.append(Recommendation(candidates[index], float(scores[index]), rank, because,
                                                       model.drivers(index) if explain_terms else []))
         return Ranking(recommendations, len(candidates), already, len(library_papers),
-                       getattr(self.model, "description_", type(self.model).__name__), liked, disliked,
+                       getattr(model if model is not None else self.model, "description_", type(self.model).__name__),
+                       liked, disliked,
                        library_papers, candidates, scores, model)
 
     @staticmethod
