@@ -28,10 +28,21 @@ def collection():
 
 
 def explained(ranking):
+    """Picks, scores, reasons and drivers; a reason's similarity (a float32 product, summed in
+    another order on the engine) compared within 1e-6."""
     return [(pick.paper.id, pick.rank, round(pick.score, 9),
-             [(reason.paper.id, round(reason.similarity, 9), reason.terms) for reason in pick.because],
+             [(reason.paper.id, Millionths(reason.similarity), reason.terms) for reason in pick.because],
              [(driver.feature, round(driver.contribution, 9)) for driver in pick.drivers])
             for pick in ranking.recommendations]
+
+
+class Millionths(float):
+    """A float equal to another within 1e-6."""
+
+    def __eq__(self, other):
+        return abs(float(self) - float(other)) <= 1e-6
+
+    __hash__ = float.__hash__
 
 
 def test_partitioned_ranking_equals_the_local_one_with_feedback_diversity_and_explanations(collection):

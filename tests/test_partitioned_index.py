@@ -144,8 +144,11 @@ def test_a_library_with_its_own_terms_scores_on_the_partitioned_index_as_rank_sc
 
     local = Ranker(HybridModel()).rank(library, papers, top=10, explain_terms=5)
     cut = Ranker(HybridModel(), engine=LocalEngine()).rank(library, papers, top=10, explain_terms=5)
-    picks = [(pick.paper.id, round(pick.score, 9), [(reason.paper.id, round(reason.similarity, 9), reason.terms)
-                                                    for reason in pick.because]) for pick in local.recommendations]
-    assert [(pick.paper.id, round(pick.score, 9), [(reason.paper.id, round(reason.similarity, 9), reason.terms)
-                                                   for reason in pick.because]) for pick in cut.recommendations] == picks
+    # Similarities are float32 products (summed in another order on the engine): equal to 1e-6.
+    picks = [(pick.paper.id, round(pick.score, 9), [(reason.paper.id, reason.terms) for reason in pick.because])
+             for pick in local.recommendations]
+    assert [(pick.paper.id, round(pick.score, 9), [(reason.paper.id, reason.terms) for reason in pick.because])
+            for pick in cut.recommendations] == picks
+    for mine, theirs in zip(local.recommendations, cut.recommendations):
+        assert [r.similarity for r in theirs.because] == pytest.approx([r.similarity for r in mine.because], abs=1e-6)
     assert any(reason.paper.id == own.id for pick in local.recommendations for reason in pick.because)
