@@ -31,8 +31,9 @@ from sklearn.preprocessing import normalize
 from .char_grams import count_char_grams
 from .paper import Paper
 from .representations import Representations, author_key
-from .sparse_products import dense_product
+from .sparse_products import head_product
 from .text import STOP_WORDS, strip_accents
+from .word_counts import count_in_vocabulary
 
 # Everything that decides what an index's numbers mean. An index built under another layout
 # (other n-gram ranges, another tokeniser, other stop words) cannot be scored against.
@@ -251,19 +252,13 @@ class LibraryWeighting:
         """
         known = self._counter(name)
         n_terms = len(known.vocabulary_)
-        if name == "char":
-            counts, terms = count_char_grams(texts, _fold)
-            columns = self._char_columns(terms)
-        else:
-            own = _word_counter(n_papers=0).set_params(preprocessor=_fold)  # the same folding, faster
-            try:
-                counts = sparse.csr_matrix(own.fit_transform(texts), dtype=np.float32)
-            except ValueError:  # nothing but stop words
-                return sparse.csr_matrix((len(texts), n_terms), dtype=np.float32), []
-            terms = own.get_feature_names_out()
-            columns = np.fromiter((known.vocabulary_.get(term, -1) for term in terms), dtype=np.int64,
-                                  count=len(terms))
         min_df = document_frequency_limits(name, self.n_papers)[0]
+        if name != "char":
+            # The character counter's folding: the same terms as strip_accents="unicode", faster.
+            analyze = _word_counter(n_papers=0).set_params(preprocessor=_fold).build_analyzer()
+            return count_in_vocabulary(texts, analyze, known.vocabulary_, min_df)
+        counts, terms = count_char_grams(texts, _fold)
+        columns = self._char_columns(terms)
         extra = (columns < 0) & (np.bincount(counts.indices, minlength=len(terms)) >= min_df)
         columns[extra] = n_terms + np.arange(int(extra.sum()))
         kept = counts[:, columns >= 0]
@@ -498,7 +493,7 @@ class CollectionIndex(LibraryWeighting):
                 best[best == 0] = 1.0
                 return scores / best
             rows = rep.vectors[name]
-            return dense_product(rows, rows[:n_library])
+            return head_product(rows, n_library)
 
         rep.blocks = _LazyBlocks(block)
         return rep

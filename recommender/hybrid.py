@@ -121,10 +121,13 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
     k = int(min(feedback_docs, available.min())) if n_library else 0
     if k <= 0 or feedback_weight <= 0:
         return dense_product(candidates, library)
-    top = np.argpartition(-feedback_scores, k - 1, axis=0)[:k]  # (k, n_library)
-    selection = sparse.csr_matrix((np.full(top.size, 1.0 / k), (np.repeat(np.arange(n_library), k), top.T.ravel())),
-                                  shape=(n_library, len(feedback_rows)))
-    centroids = selection @ vectors[feedback_rows]
+    # Along the rows of the transposed copy: the same selection per column, read contiguously.
+    top = np.argpartition(-np.ascontiguousarray(feedback_scores.T), k - 1, axis=1)[:, :k].T  # (k, n_library)
+    # Selecting rows of ``vectors`` itself: taking the feedback rows out first copies them all.
+    selection = sparse.csr_matrix((np.full(top.size, 1.0 / k),
+                                   (np.repeat(np.arange(n_library), k), np.asarray(feedback_rows)[top.T.ravel()])),
+                                  shape=(n_library, vectors.shape[0]))
+    centroids = selection @ vectors
     if sparse.issparse(centroids):
         expanded = normalize(sparse.csr_matrix(library) + feedback_weight * normalize(sparse.csr_matrix(centroids)))
     else:

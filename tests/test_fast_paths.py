@@ -8,9 +8,9 @@ from sklearn.feature_extraction.text import CountVectorizer, strip_accents_unico
 
 import connectors
 from recommender.char_grams import count_char_grams
-from recommender.collection_index import CollectionIndexBuilder
-from recommender.sparse_products import dense_product
-from recommender.text import strip_accents
+from recommender.collection_index import CollectionIndexBuilder, document_frequency_limits
+from recommender.sparse_products import _split, dense_product, head_product
+from recommender.text import STOP_WORDS, strip_accents
 from tests.conftest import CONFERENCES, DATA, EXAMPLE_LIBRARY, require
 
 # What a library's texts hold besides plain words: one-letter words, runs of mixed whitespace,
@@ -81,3 +81,58 @@ def test_character_grams_of_real_abstracts_beside_the_vectoriser():
     expected = counter.fit_transform(texts)
     counts, grams = count_char_grams(texts, counter.build_preprocessor())
     assert grams.tolist() == counter.get_feature_names_out().tolist() and (counts != expected).nnz == 0
+
+
+def test_library_word_counts_equal_a_vectoriser_fitted_on_the_library():
+    """The library's word counts, in the index's columns, then its own terms (sorted) after them."""
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    texts = [paper.text for paper in connectors.load(EXAMPLE_LIBRARY)] + AWKWARD_TEXTS
+    counts, extra = index._library_counts("word", texts)
+    counter = CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2), dtype=np.float32)
+    reference = counter.fit_transform(texts)
+    terms = counter.get_feature_names_out()
+    min_df = document_frequency_limits("word", index.n_papers)[0]
+    frequency = dict(zip(terms, np.bincount(reference.indices, minlength=len(terms))))
+    assert extra == sorted(t for t in set(terms) - set(index.word_terms) if frequency[t] >= min_df) and extra
+    column_of = {term: column for column, term in enumerate(index.word_terms + extra)}
+    reference = reference.tocoo()
+    kept = np.array([terms[c] in column_of for c in reference.col], dtype=bool)
+    rebuilt = sparse.csr_matrix((reference.data[kept], (reference.row[kept],
+                                                        [column_of[terms[c]] for c in reference.col[kept]])),
+                                shape=counts.shape)
+    assert counts.dtype == np.float32 and counts.has_sorted_indices and (counts != rebuilt).nnz == 0
+    none, no_terms = index._library_counts("word", ["the of and", ""])
+    assert none.shape == (2, len(index.word_terms)) and none.nnz == 0 and no_terms == []
+
+
+@pytest.mark.parametrize("share", [0.0, 0.005, 0.2, 2.0])
+@pytest.mark.parametrize("batch", [3, 4096])
+def test_head_product_is_the_dense_product_bit_for_bit(share, batch, monkeypatch):
+    """Splitting the library's rows out of the rows' own split changes no sum's order."""
+    monkeypatch.setattr("recommender.sparse_products.ROW_BATCH", batch)
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    for rows in (index.char_rows, index.word_rows):
+        expected = dense_product(rows, rows[:7], dense_column_share=share)
+        got = head_product(rows, 7, dense_column_share=share)
+        assert got.dtype == expected.dtype == np.float32
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_allclose(got, (rows @ rows[:7].T).toarray(), rtol=1e-5, atol=1e-6)
+
+
+def test_split_is_the_column_selection():
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    rows = CollectionIndexBuilder(lsa_components=0).build(papers).char_rows
+    frequent = np.flatnonzero(np.bincount(rows.indices, minlength=rows.shape[1]) > rows.shape[0] // 4)
+    position = np.full(rows.shape[1], -1, dtype=np.int64)
+    position[frequent] = np.arange(len(frequent))
+    block, rest = _split(rows, position, len(frequent), np.float32)
+    assert 0 < len(frequent) < rows.shape[1]
+    np.testing.assert_array_equal(block, rows[:, frequent].toarray())
+    others = np.ones(rows.shape[1], dtype=bool)
+    others[frequent] = False
+    plain_rest = rows.multiply(others[None, :]).tocsr()
+    plain_rest.eliminate_zeros()
+    assert rest.shape == rows.shape and (rest != plain_rest).nnz == 0
+    np.testing.assert_array_equal(rest.indptr, plain_rest.indptr)

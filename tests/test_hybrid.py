@@ -59,6 +59,36 @@ def test_feedback_moves_each_library_vector_towards_its_best_feedback_papers():
     assert np.isfinite(more_than_available).all()
 
 
+
+def test_feedback_on_real_vectors_is_the_plain_rocchio_step():
+    """Every library paper's expanded vector, computed one at a time the plain way."""
+    from scipy import sparse
+    from sklearn.preprocessing import normalize
+
+    from recommender.collection_index import CollectionIndexBuilder
+    from tests.conftest import DATA
+
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    library_papers = connectors.load(EXAMPLE_LIBRARY)
+    rep = CollectionIndexBuilder(lsa_components=0).build(papers).representations(library_papers)
+    vectors = sparse.hstack([rep.vectors["word"], rep.vectors["char"]], format="csr")
+    vectors = normalize(vectors.astype(np.float64))  # float64, as the model joins them
+    n_library = len(library_papers)
+    library, candidates = np.arange(n_library), np.arange(n_library, vectors.shape[0])
+    feedback = np.concatenate([candidates, library])  # candidates first, as the model orders them
+    scores = (vectors[feedback] @ vectors[library].T).toarray()
+    scores[len(candidates) + library, library] = -np.inf
+    k, weight = 3, 0.7
+    got = feedback_expanded_similarity(vectors, library, candidates, feedback, scores, k, weight)
+    dense = vectors.toarray()
+    for column in range(n_library):
+        best = feedback[np.argsort(-scores[:, column], kind="stable")[:k]]
+        centroid = dense[best].mean(axis=0)
+        expanded = dense[column] + weight * centroid / np.linalg.norm(centroid)
+        expected = dense[candidates] @ (expanded / np.linalg.norm(expanded))
+        np.testing.assert_allclose(got[:, column], expected, rtol=1e-12, atol=1e-12)
+
+
 def test_query_by_example_ranks_the_related_paper_first_and_explains():
     model = HybridModel().fit([QUERY], CANDIDATES)
     order = [CANDIDATES[i].id for i in np.argsort(-model.scores_)]
