@@ -25,7 +25,8 @@ from scipy import sparse
 from sklearn.preprocessing import normalize
 
 from . import partitioned_scoring as steps
-from .collection_index import CollectionIndex, LibraryWeighting, author_incidence
+from .collection_index import CollectionIndex, LibraryWeighting
+from .index_features import author_incidence
 from .hybrid import HybridModel
 from .paper import Paper
 from .partitioned_index import PartitionedIndex

@@ -17,7 +17,8 @@ import numpy as np
 from scipy import sparse
 
 from .affinity import AffinityScorer, partition_bounds
-from .collection_index import CollectionIndex, fit_lsa, lsa_rows, widen_columns
+from .collection_index import CollectionIndex
+from .index_features import fit_lsa, lsa_rows, widen_columns
 from .hybrid import HybridModel
 from .model import TermExplainer
 from .paper import Paper

@@ -28,10 +28,9 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 
-from .collection_index import (
-    LibraryWeighting, _char_counter, _word_counter, author_incidence, bm25_parameters_of, bm25_weights,
-    document_frequency_limits, embedder_id, idf_of, tfidf_rows,
-)
+from .collection_index import LibraryWeighting
+from .index_features import (author_incidence, bm25_parameters_of, bm25_weights, char_counter,
+                             document_frequency_limits, embedder_id, idf_of, tfidf_rows, word_counter)
 from .paper import Paper
 from .partitioned_scoring import CollectionPart
 
@@ -114,11 +113,11 @@ def count_partition(source, state, use_char: bool) -> dict:
         source = connectors.load(source)
     papers = source
     texts = [paper.text for paper in papers]
-    word, word_terms, word_df, word_total = _local_counts(_word_counter(n_papers=1), texts)
+    word, word_terms, word_df, word_total = _local_counts(word_counter(n_papers=1), texts)
     out = {"n": len(papers), "ids": [paper.id for paper in papers], "word": (word_terms, word_df, word_total)}
     state = {"papers": papers, "word": word, "embeddings": embeddings}
     if use_char:
-        char, char_terms, char_df, _ = _local_counts(_char_counter(n_papers=1), texts)
+        char, char_terms, char_df, _ = _local_counts(char_counter(n_papers=1), texts)
         state["char"] = char
         out["char"] = (char_terms, char_df, None)
     authors: dict[str, int] = {}

@@ -6,7 +6,6 @@ import os
 import shutil
 import sys
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 

@@ -8,7 +8,8 @@ from sklearn.feature_extraction.text import CountVectorizer, strip_accents_unico
 
 import connectors
 from recommender.char_grams import count_char_grams
-from recommender.collection_index import CollectionIndexBuilder, document_frequency_limits
+from recommender.collection_index import CollectionIndexBuilder
+from recommender.index_features import document_frequency_limits
 from recommender.sparse_products import _split, dense_product, head_product
 from recommender.text import STOP_WORDS, strip_accents
 from tests.conftest import CONFERENCES, DATA, EXAMPLE_LIBRARY, require

@@ -59,10 +59,10 @@ def test_partitioned_vocabulary_idf_and_rows_equal_the_one_process_index(papers,
 def test_vocabulary_limits_apply_to_the_summed_document_frequencies(papers, monkeypatch):
     # The df limits (min_df 2, max_df 0.9) start at 5,000 / 10 papers; lower the first so a small
     # collection exercises both: a term seen once in each of two partitions must be kept.
-    import recommender.collection_index as collection_index
+    import recommender.index_features as index_features
 
     unlimited = CollectionIndexBuilder(lsa_components=0).build(papers)
-    monkeypatch.setattr(collection_index, "MIN_DF_FROM", 20)
+    monkeypatch.setattr(index_features, "MIN_DF_FROM", 20)
     index = CollectionIndexBuilder(lsa_components=0).build(papers)
     built = build_partitioned(LocalEngine(), split(papers, 5))
     assert len(index.word_terms) < len(unlimited.word_terms) // 2  # the terms of one paper are gone

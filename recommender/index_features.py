@@ -1,0 +1,208 @@
+"""What an index's numbers are made of: the vectorisers and their rules, IDF, TF-IDF and BM25
+rows, author incidence, the LSA topic space, and the feature layout an index file is checked
+against. One definition for the one-process :class:`~recommender.collection_index.CollectionIndex`
+and the partitioned one (:mod:`recommender.partitioned_index`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Sequence
+
+import numpy as np
+from scipy import sparse
+from sklearn.preprocessing import normalize
+
+from .paper import Paper
+from .representations import author_key
+from .text import STOP_WORDS, strip_accents
+
+# Everything that decides what an index's numbers mean. An index built under another layout
+# (other n-gram ranges, another tokeniser, other stop words) cannot be scored against.
+_LAYOUT_SETTINGS = {
+    "word": {"ngram_range": [1, 2], "strip_accents": "unicode", "tf": "sublinear", "idf": "smooth",
+             "min_df": "2 from 5000 papers", "max_df": "0.9 from 10 papers"},
+    "char": {"analyzer": "char_wb", "ngram_range": [4, 4], "strip_accents": "unicode", "tf": "sublinear",
+             "min_df": "2 from 5000 papers"},
+    "title": {"strip_accents": "unicode", "tf": "sublinear"},
+    "bm25": {"k1": 1.2, "b": 0.75},
+    "lsa": "word tf-idf @ components.T, L2",
+    "text": "title + abstract (Paper.text)",
+}
+
+
+def feature_layout() -> str:
+    """Fingerprint of the representation settings and stop words (stored in every index)."""
+    payload = json.dumps({"settings": _LAYOUT_SETTINGS, "stop_words": sorted(STOP_WORDS)}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+# Below this many papers a second process for the character n-grams costs more than it saves.
+PARALLEL_CHAR_MIN_PAPERS = 1000
+# Terms seen in one paper only are kept below this collection size: matched by one library
+# paper, such a term is the strongest evidence there is (on CSFCube, dropping them costs NDCG).
+MIN_DF_FROM = 5000
+MAX_DF_FROM = 10
+
+
+def document_frequency_limits(kind: str, n_papers: int) -> tuple[int, float]:
+    """``(min_df, max_df)`` of the ``word`` or ``char`` vocabulary of a collection of ``n_papers``
+    (scikit-learn's meaning: a term is kept when min_df <= df <= max_df * n_papers). One rule
+    for the one-process builder and the partitioned one."""
+    min_df = 2 if n_papers >= MIN_DF_FROM else 1
+    return min_df, (0.9 if kind == "word" and n_papers >= MAX_DF_FROM else 1.0)
+
+
+def word_counter(vocabulary=None, n_papers: int = 0):
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    if vocabulary is not None:
+        return CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
+                               vocabulary=vocabulary, dtype=np.float32)
+    min_df, max_df = document_frequency_limits("word", n_papers)
+    return CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
+                           min_df=min_df, max_df=max_df, dtype=np.float32)
+
+
+def char_counter(vocabulary=None, n_papers: int = 0):
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    min_df = document_frequency_limits("char", n_papers)[0] if vocabulary is None else 1
+    return CountVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", dtype=np.float32,
+                           vocabulary=vocabulary, min_df=min_df)
+
+
+def fold_accents(text: str) -> str:
+    """The character counter's preprocessing (``strip_accents="unicode"``, lower case)."""
+    return strip_accents(text.lower())
+
+
+def title_counter(vocabulary=None):
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    return CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, vocabulary=vocabulary, dtype=np.float32)
+
+
+def fit_counts(counter, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:
+    counts = sparse.csr_matrix(counter.fit_transform(texts), dtype=np.float32)
+    counts.sort_indices()  # canonical rows: a partitioned build gives the same arrays, hence the same sums
+    return counts, counter.get_feature_names_out().tolist()
+
+
+def start_char_job(texts: list[str]):
+    """Fit the character n-gram counts, in a second process for large collections (they are
+    the slowest representation; the word model is fitted meanwhile). Same result either way."""
+    if len(texts) >= PARALLEL_CHAR_MIN_PAPERS and (os.cpu_count() or 1) > 1:
+        try:
+            executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(
+                "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"))
+            future = executor.submit(fit_counts, char_counter(n_papers=len(texts)), texts)
+            executor.shutdown(wait=False)
+            return future.result
+        except (OSError, RuntimeError, ValueError):  # no processes allowed here: stay serial
+            pass
+    result = fit_counts(char_counter(n_papers=len(texts)), texts)
+    return lambda: result
+
+
+def smooth_idf(counts: sparse.csr_matrix) -> np.ndarray:
+    """scikit-learn's smooth IDF, ln((1 + n) / (1 + df)) + 1, of each column of ``counts``."""
+    return idf_of(np.bincount(counts.indices, minlength=counts.shape[1]), counts.shape[0])
+
+
+def idf_of(document_frequency: np.ndarray, n_papers: int) -> np.ndarray:
+    """Smooth IDF from each term's document frequency among ``n_papers``."""
+    return (np.log((1.0 + n_papers) / (1.0 + np.asarray(document_frequency))) + 1.0).astype(np.float32)
+
+
+def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
+    """Sublinear-tf TF-IDF rows, L2-normalised (scikit-learn's ``TfidfTransformer(sublinear_tf=True)``)."""
+    rows = sparse.csr_matrix(counts, dtype=np.float32, copy=True)
+    rows.data = (np.log(rows.data) + 1.0) * idf[rows.indices]
+    return normalize(rows)
+
+
+def bm25_parameters(unigram_counts: sparse.csr_matrix) -> tuple[np.ndarray, float]:
+    """Okapi BM25 IDF of each term and the average document length."""
+    document_frequency = np.bincount(unigram_counts.indices, minlength=unigram_counts.shape[1])
+    return bm25_parameters_of(document_frequency, float(unigram_counts.sum(dtype=np.float64)), unigram_counts.shape[0])
+
+
+def bm25_parameters_of(document_frequency: np.ndarray, total_length: float, n_docs: int) -> tuple[np.ndarray, float]:
+    """:func:`bm25_parameters` from the terms' document frequencies and the summed lengths."""
+    document_frequency = np.asarray(document_frequency)
+    idf = np.log1p((n_docs - document_frequency + 0.5) / (document_frequency + 0.5)).astype(np.float32)
+    return idf, max(total_length / n_docs if n_docs else 1.0, 1e-9)
+
+
+def bm25_weights(unigram_counts: sparse.csr_matrix, idf: np.ndarray, average_length: float,
+                 k1: float = 1.2, b: float = 0.75) -> sparse.csr_matrix:
+    """BM25 document weights of each (row, term), with a collection's IDF and average length."""
+    weights = sparse.csr_matrix(unigram_counts, dtype=np.float32, copy=True)
+    lengths = np.asarray(weights.sum(axis=1)).ravel()
+    row_of_value = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
+    tf = weights.data
+    weights.data = (idf[weights.indices] * tf * (k1 + 1)
+                    / (tf + k1 * (1 - b + b * lengths[row_of_value] / average_length))).astype(np.float32)
+    return weights
+
+
+def _author_keys(paper: Paper) -> list[str]:
+    return sorted({author_key(author) for author in paper.authors} - {""})
+
+
+def author_incidence(papers: Sequence[Paper], vocabulary: dict[str, int], grow: bool) -> sparse.csr_matrix:
+    """Paper × author 0/1 matrix; with ``grow``, names not yet in ``vocabulary`` are added to it."""
+    rows, cols = [], []
+    for row, paper in enumerate(papers):
+        for name in _author_keys(paper):
+            column = vocabulary.setdefault(name, len(vocabulary)) if grow else vocabulary.get(name)
+            if column is not None:
+                rows.append(row)
+                cols.append(column)
+    return sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),
+                             shape=(len(papers), len(vocabulary)))
+
+
+def embedder_id(embedder) -> str | None:
+    return None if embedder is None else str(getattr(embedder, "model_id", type(embedder).__name__))
+
+
+def widen_columns(rows: sparse.csr_matrix, n_columns: int) -> sparse.csr_matrix:
+    """``rows`` with empty columns appended up to ``n_columns`` (no copy)."""
+    return sparse.csr_matrix((rows.data, rows.indices, rows.indptr), shape=(rows.shape[0], n_columns))
+
+
+class ColumnNames:
+    """The names of a run's word (or char) columns: the index's vocabulary, then the library's
+    own terms (the ``get_feature_names_out`` of a vectoriser)."""
+
+    def __init__(self, index_terms: list[str], library_terms: list[str]):
+        self._terms = (index_terms, library_terms)
+
+    def get_feature_names_out(self) -> np.ndarray:
+        return np.asarray(self._terms[0] + self._terms[1], dtype=object)
+
+
+def fit_lsa(word_rows: sparse.csr_matrix, n_components: int, random_state: int = 0) -> np.ndarray | None:
+    """The LSA topic space (TruncatedSVD components, float32) of a collection's word TF-IDF
+    rows; None when there are too few rows or terms for ``n_components`` (or it is 0)."""
+    if not n_components or min(word_rows.shape) <= n_components + 1:
+        return None
+    from sklearn.decomposition import TruncatedSVD
+    from threadpoolctl import threadpool_limits
+
+    svd = TruncatedSVD(n_components, algorithm="randomized", n_iter=3, random_state=random_state)
+    # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
+    # OpenBLAS threads than on one (thread hand-off dominates at this size).
+    with threadpool_limits(1, user_api="blas"):
+        svd.fit(word_rows)
+    return svd.components_.astype(np.float32)
+
+
+def lsa_rows(word_rows, components: np.ndarray) -> np.ndarray:
+    """Rows in the LSA topic space, unit length."""
+    return normalize(np.asarray(word_rows @ components.T, dtype=np.float32)).astype(np.float32)
