@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Sequence
 
 import numpy as np
@@ -17,7 +14,7 @@ from scipy import sparse
 from sklearn.preprocessing import normalize
 
 from .paper import Paper
-from .representations import author_key
+from .representations import author_key, run_aside
 from .text import STOP_WORDS, strip_accents
 
 # Everything that decides what an index's numbers mean. An index built under another layout
@@ -40,8 +37,6 @@ def feature_layout() -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-# Below this many papers a second process for the character n-grams costs more than it saves.
-PARALLEL_CHAR_MIN_PAPERS = 1000
 # Terms seen in one paper only are kept below this collection size: matched by one library
 # paper, such a term is the strongest evidence there is (on CSFCube, dropping them costs NDCG).
 MIN_DF_FROM = 5000
@@ -93,19 +88,9 @@ def fit_counts(counter, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]
 
 
 def start_char_job(texts: list[str]):
-    """Fit the character n-gram counts, in a second process for large collections (they are
-    the slowest representation; the word model is fitted meanwhile). Same result either way."""
-    if len(texts) >= PARALLEL_CHAR_MIN_PAPERS and (os.cpu_count() or 1) > 1:
-        try:
-            executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(
-                "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"))
-            future = executor.submit(fit_counts, char_counter(n_papers=len(texts)), texts)
-            executor.shutdown(wait=False)
-            return future.result
-        except (OSError, RuntimeError, ValueError):  # no processes allowed here: stay serial
-            pass
-    result = fit_counts(char_counter(n_papers=len(texts)), texts)
-    return lambda: result
+    """The collection's character n-gram counts (``fit_counts``), in a second process for large
+    collections (see :func:`~recommender.representations.run_aside`); returns a function giving them."""
+    return run_aside(fit_counts, char_counter(n_papers=len(texts)), texts, n_papers=len(texts))
 
 
 def smooth_idf(counts: sparse.csr_matrix) -> np.ndarray:

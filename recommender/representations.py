@@ -87,7 +87,7 @@ class RepresentationBuilder:
         """Representations of ``papers``, whose first ``n_library`` entries are the library."""
         texts = [paper.text for paper in papers]
         result = Representations(n_library=n_library)
-        char_job = _start_char_job(texts) if self.use_char else None
+        char_job = run_aside(char_ngrams, texts, n_papers=len(texts)) if self.use_char else None
         max_df = 0.9 if len(texts) >= 10 else 1.0
         # One tokenisation serves the word TF-IDF (uni+bigrams) and BM25 (its unigram columns).
         counter = CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2),
@@ -100,7 +100,7 @@ class RepresentationBuilder:
         result.word_vectorizer = counter
         result.vectors["word"] = word_rows
         if char_job is not None:
-            result.vectors["char"] = char_job.result()
+            result.vectors["char"] = char_job()
         if self.lsa_components and min(word_rows.shape) > self.lsa_components + 1:
             svd = TruncatedSVD(self.lsa_components, algorithm="randomized", n_iter=3, random_state=self.random_state)
             # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
@@ -133,31 +133,25 @@ def char_ngrams(texts: list[str]) -> sparse.csr_matrix:
     return char.fit_transform(texts)
 
 
-class _Done:
-    def __init__(self, value):
-        self._value = value
-
-    def result(self):
-        return self._value
-
-
 # Below this many papers a second process costs more than it saves.
 PARALLEL_CHAR_MIN_PAPERS = 1000
 
 
-def _start_char_job(texts: list[str]):
-    """Character n-grams, in a second process for large runs (they are the slowest
-    representation, and the word model is built meanwhile); same result either way."""
-    if len(texts) >= PARALLEL_CHAR_MIN_PAPERS and (os.cpu_count() or 1) > 1:
+def run_aside(function, *args, n_papers: int):
+    """``function(*args)`` started in a second process when there are ``PARALLEL_CHAR_MIN_PAPERS``
+    papers or more and a second core (character n-grams are the slowest representation; the
+    word model is built meanwhile); returns a function that gives the result, the same either way."""
+    if n_papers >= PARALLEL_CHAR_MIN_PAPERS and (os.cpu_count() or 1) > 1:
         try:
             executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(
                 "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"))
-            future = executor.submit(char_ngrams, texts)
+            future = executor.submit(function, *args)
             executor.shutdown(wait=False)
-            return future
+            return future.result
         except (OSError, RuntimeError, ValueError):  # no processes allowed here: stay serial
             pass
-    return _Done(char_ngrams(texts))
+    result = function(*args)
+    return lambda: result
 
 
 def _bm25_rows(counts: sparse.csr_matrix, k1: float = 1.2, b: float = 0.75) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:

@@ -118,10 +118,10 @@ def test_every_feature_has_a_readable_label():
 
 
 def test_char_ngrams_in_a_second_process_equal_the_serial_result():
-    from recommender.representations import PARALLEL_CHAR_MIN_PAPERS, _start_char_job, char_ngrams
+    from recommender.representations import PARALLEL_CHAR_MIN_PAPERS, char_ngrams, run_aside
 
     papers = connectors.load(EXAMPLE_LIBRARY) + connectors.load(require(SEEDS))
     texts = [p.text for p in papers] * (PARALLEL_CHAR_MIN_PAPERS // len(papers) + 1)
-    parallel = _start_char_job(texts).result()
+    parallel = run_aside(char_ngrams, texts, n_papers=len(texts))()
     serial = char_ngrams(texts)
     assert parallel.shape == serial.shape and (parallel != serial).nnz == 0
