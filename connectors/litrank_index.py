@@ -4,7 +4,8 @@ A ``.litrank`` file is a zip archive of plain data, nothing executable:
 
 * ``manifest.json``: ``{"format": "litrank-index", "format_version": N, "litrank_version",
   "arrays": [names]}``;
-* ``metadata.json``: the index's vocabularies, feature layout and embedder
+* ``metadata.json``: the index's vocabularies, feature layout and embedder, and the papers'
+  identity keys (what finding the papers a library already holds compares)
   (:meth:`CollectionIndex.to_parts`);
 * ``papers.json``: the collection's papers, every field;
 * ``arrays/NAME.npy``: numeric arrays, stored uncompressed, read with ``allow_pickle=False``.

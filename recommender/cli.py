@@ -12,7 +12,8 @@ import connectors
 from . import __version__, defaults, report
 from .cli_common import (configure_logging, enrich_papers, fail, index_embedder, judgements, load_sources,
                          make_embedder, model_options, network_progress, plural, read_collection_index,
-                         remote_options, remote_sources, say, settings_default_map, stage, zotero_sources)
+                         remote_options, remote_sources, say, settings_default_map, stage, start_loading,
+                         zotero_sources)
 from .feedback import is_litrank_item
 
 if TYPE_CHECKING:
@@ -181,9 +182,9 @@ def _rank_and_write(output_format, output, library_sources, collection_sources, 
     library_sources = zotero_sources(library_sources, zotero_dir, zotero_collection)
     collection_sources = remote_sources(collection_sources, since, days, offline, include)
     try:
-        with stage("Reading the library..."):
-            library, library_label = load_sources(library_sources, library_format, defaults.bundled_library,
-                                                  defaults.LIBRARY_DESCRIPTION, "library")
+        with stage("Reading the library..."):  # a large library file goes on while the collection is read
+            read_library = start_loading(library_sources, library_format, defaults.bundled_library,
+                                         defaults.LIBRARY_DESCRIPTION, "library")
         with network_progress("Reading the collection..."):
             index = read_collection_index(collection_sources)
             if index is not None:
@@ -192,7 +193,9 @@ def _rank_and_write(output_format, output, library_sources, collection_sources, 
                 collection, collection_label = load_sources(collection_sources, collection_format,
                                                             defaults.bundled_collection,
                                                             defaults.COLLECTION_DESCRIPTION, "collection")
-            if enrich:
+        library, library_label = read_library()
+        if enrich:
+            with network_progress("Finding the library's missing abstracts..."):
                 library, _ = enrich_papers(library)
         judged = {} if no_feedback else judgements(library, collection)
         # Items `litrank sync` created are picks, not your reading (judgements on them are read above).

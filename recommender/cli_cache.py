@@ -5,7 +5,6 @@ import json
 
 import click
 
-from connectors import http_cache
 
 from . import embeddings
 
@@ -32,6 +31,8 @@ def cache():
 def info(output_format):
     """Where the caches are, what they hold and their size on disk."""
     models = embeddings.cache_summary()
+    from connectors import http_cache  # imports requests: only in the commands that need it
+
     http = http_cache.cache_summary()
     if output_format == "json":
         click.echo(json.dumps({"embeddings": {"directory": str(embeddings.default_cache_dir()), "models": models},
@@ -62,5 +63,7 @@ def clear(which):
         files, n_bytes = embeddings.clear_cache()
         click.echo(f"Embeddings: removed {files} cache file{'s' if files != 1 else ''} ({_size(n_bytes)}).")
     if which in (None, "http"):
+        from connectors import http_cache
+
         answers, n_bytes = http_cache.clear_cache()
         click.echo(f"Remote answers: removed {answers:,} ({_size(n_bytes)}).")

@@ -15,7 +15,6 @@ made of (vectorisers, IDF, BM25, authors, LSA, the feature layout) is :mod:`reco
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -24,11 +23,11 @@ from scipy import sparse
 from sklearn.base import BaseEstimator
 
 from .char_grams import count_char_grams
-from .index_features import (ColumnNames, author_incidence, bm25_parameters, bm25_weights, char_counter,
-                             document_frequency_limits, embedder_id, feature_layout, fit_counts, fit_lsa, fold_accents,
-                             idf_of, lsa_rows, smooth_idf, start_char_job, tfidf_rows, title_counter, widen_columns,
-                             word_counter)
-from .paper import Paper
+from .index_features import (ColumnNames, author_incidence, bm25_parameters, bm25_weights, document_frequency_limits,
+                             embedder_id, feature_layout, fit_counts, fit_lsa, fold_accents, idf_of, lsa_rows,
+                             smooth_idf, start_char_job, tfidf_rows, title_analyzer, title_counter, widen_columns,
+                             word_analyzer, word_counter)
+from .paper import IDENTITY_RULE, Paper
 from .representations import Representations
 from .sparse_products import head_product
 from .word_counts import count_in_vocabulary
@@ -59,20 +58,13 @@ class LibraryWeighting:
         """Papers of the collection holding each term of representation ``name`` ("word", "char")."""
         raise NotImplementedError
 
-    def _counter(self, name: str):
-        """The vectoriser of one representation with the index's vocabulary (made once)."""
-        vectorizers = vars(self).setdefault("_vectorizers", {})
-        if name not in vectorizers:
-            if name == "word":
-                counter = word_counter(self.word_terms)
-            elif name == "char":
-                counter = char_counter(self.char_terms)
-            else:
-                counter = title_counter(self.title_terms)
-            with warnings.catch_warnings():  # char_wb keeps a few n-grams whose accents fold to capitals
-                warnings.simplefilter("ignore", UserWarning)
-                vectorizers[name] = counter.fit([])  # a fixed vocabulary: fitting reads nothing
-        return vectorizers[name]
+    def _vocabulary(self, name: str) -> dict[str, int]:
+        """Term -> column of the index's ``word`` or ``title`` vocabulary (made once)."""
+        vocabularies = vars(self).setdefault("_vocabularies", {})
+        if name not in vocabularies:
+            terms = self.word_terms if name == "word" else self.title_terms
+            vocabularies[name] = dict(zip(terms, range(len(terms))))
+        return vocabularies[name]
 
     def _library_counts(self, name: str, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:
         """The library's term counts: the index's columns, then the library's own terms (those
@@ -81,13 +73,10 @@ class LibraryWeighting:
         A library paper's own terms are part of what it is about: they take their share of its
         vector's length, as they did when the vocabulary was fitted on library ∪ collection.
         """
-        known = self._counter(name)
-        n_terms = len(known.vocabulary_)
         min_df = document_frequency_limits(name, self.n_papers)[0]
         if name != "char":
-            # The character counter's folding: the same terms as strip_accents="unicode", faster.
-            analyze = word_counter(n_papers=0).set_params(preprocessor=fold_accents).build_analyzer()
-            return count_in_vocabulary(texts, analyze, known.vocabulary_, min_df)
+            return count_in_vocabulary(texts, word_analyzer(), self._vocabulary("word"), min_df)
+        n_terms = len(self.char_terms)
         counts, terms = count_char_grams(texts, fold_accents)
         columns = self._char_columns(terms)
         extra = (columns < 0) & (np.bincount(counts.indices, minlength=len(terms)) >= min_df)
@@ -201,6 +190,8 @@ class CollectionIndex(LibraryWeighting):
         numeric arrays (sparse matrices as ``NAME.data/.indices/.indptr/.shape``), for a file."""
         metadata = {"layout": self.layout, "embedder_id": self.embedder_id, "n_papers": self.n_papers}
         metadata.update((name, getattr(self, name)) for name in self._LISTS)
+        # Made once here: finding the papers a library already holds needs them on every ranking.
+        metadata["identity_keys"] = {"rule": IDENTITY_RULE, "keys": self.identity_keys()}
         arrays = {name: np.asarray(getattr(self, name)) for name in self._ARRAYS if getattr(self, name) is not None}
         for name in self._MATRICES:
             matrix = getattr(self, name)
@@ -238,8 +229,16 @@ class CollectionIndex(LibraryWeighting):
             if fields.get(matrix) is not None and not (
                     len(fields[terms] or ()) == fields[matrix].shape[1] == len(fields.get(idf, ()))):
                 raise ValueError(f"the index is inconsistent: {terms} does not match {matrix}")
-        return cls(papers=list(papers), embedder_id=metadata.get("embedder_id"), layout=metadata["layout"],
-                   author_names=fields.pop("author_names") or [], **fields)
+        index = cls(papers=list(papers), embedder_id=metadata.get("embedder_id"), layout=metadata["layout"],
+                    author_names=fields.pop("author_names") or [], **fields)
+        stored = metadata.get("identity_keys")
+        if isinstance(stored, dict) and stored.get("rule") == IDENTITY_RULE:
+            keys = stored.get("keys")
+            if not (isinstance(keys, list) and len(keys) == len(papers)
+                    and all(isinstance(k, list) and all(isinstance(part, str) for part in k) for k in keys)):
+                raise ValueError("the index is inconsistent: its identity keys do not match its papers")
+            index._cached["identity_keys"] = keys
+        return index
 
     @property
     def n_papers(self) -> int:
@@ -297,7 +296,9 @@ class CollectionIndex(LibraryWeighting):
             rep.vectors["lsa"] = np.vstack([self._lsa(library_word), self.lsa_rows])
         if self.title_rows is not None:
             titles = ["" if paper.title_derived else paper.title for paper in library]
-            library_title = tfidf_rows(self._counter("title").transform(titles), self.title_idf)
+            # No collection paper holds a term below that document frequency: the index's terms only.
+            counts, _ = count_in_vocabulary(titles, title_analyzer(), self._vocabulary("title"), len(titles) + 1)
+            library_title = tfidf_rows(counts, self.title_idf)
             rep.vectors["title"] = sparse.vstack([library_title, self.title_rows], format="csr")
         if embedder is not None:
             library_dense = np.asarray(embedder.embed(texts), dtype=np.float32).reshape(n_library, -1)

@@ -5,6 +5,7 @@ and the partitioned one (:mod:`recommender.partitioned_index`).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Sequence
@@ -79,6 +80,19 @@ def title_counter(vocabulary=None):
     from sklearn.feature_extraction.text import CountVectorizer
 
     return CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, vocabulary=vocabulary, dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=None)
+def word_analyzer():
+    """:func:`word_counter`'s analyzer, with the character counter's folding (the same terms as
+    ``strip_accents="unicode"``, faster)."""
+    return word_counter().set_params(preprocessor=fold_accents).build_analyzer()
+
+
+@functools.lru_cache(maxsize=None)
+def title_analyzer():
+    """:func:`title_counter`'s analyzer, folding as :func:`word_analyzer` does."""
+    return title_counter().set_params(preprocessor=fold_accents).build_analyzer()
 
 
 def fit_counts(counter, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:

@@ -8,9 +8,6 @@ recomputing a single vector.
 """
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -21,6 +18,7 @@ from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer, T
 from sklearn.preprocessing import normalize
 from threadpoolctl import threadpool_limits
 
+from . import background
 from .paper import Paper
 from .text import STOP_WORDS, strip_accents, words
 
@@ -139,19 +137,9 @@ PARALLEL_CHAR_MIN_PAPERS = 1000
 
 def run_aside(function, *args, n_papers: int):
     """``function(*args)`` started in a second process when there are ``PARALLEL_CHAR_MIN_PAPERS``
-    papers or more and a second core (character n-grams are the slowest representation; the
-    word model is built meanwhile); returns a function that gives the result, the same either way."""
-    if n_papers >= PARALLEL_CHAR_MIN_PAPERS and (os.cpu_count() or 1) > 1:
-        try:
-            executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(
-                "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"))
-            future = executor.submit(function, *args)
-            executor.shutdown(wait=False)
-            return future.result
-        except (OSError, RuntimeError, ValueError):  # no processes allowed here: stay serial
-            pass
-    result = function(*args)
-    return lambda: result
+    papers or more (character n-grams are the slowest representation; the word model is built
+    meanwhile); returns a function that gives the result, the same either way."""
+    return background.run_aside(function, *args, aside=n_papers >= PARALLEL_CHAR_MIN_PAPERS)
 
 
 def _bm25_rows(counts: sparse.csr_matrix, k1: float = 1.2, b: float = 0.75) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:

@@ -238,3 +238,25 @@ def test_arrays_are_stored_uncompressed_and_deflated_files_still_read(index_file
             new.writestr(name, old.read(name))
     stored, read_back = litrank_index.read(index_file), litrank_index.read(deflated)
     assert (stored.char_rows != read_back.char_rows).nnz == 0 and stored.papers == read_back.papers
+
+
+def test_identity_keys_are_stored_in_the_index_and_checked(tmp_path, index_file):
+    papers = connectors.load(COLLECTION)
+    loaded = litrank_index.read(index_file)
+    assert loaded.identity_keys() == [paper.identity_keys() for paper in papers]
+    with zipfile.ZipFile(index_file) as archive:
+        metadata = json.loads(archive.read("metadata.json"))
+    stored = metadata["identity_keys"]["keys"]
+    # Read from the file, not made again: a key changed in the file is the key the index has.
+    changed = json.loads(json.dumps(metadata))
+    changed["identity_keys"]["keys"][0] = ["doi:10.0/changed"]
+    path = _rewrite(index_file, tmp_path / "changed.litrank", {"metadata.json": json.dumps(changed).encode()})
+    assert litrank_index.read(path).identity_keys()[0] == ["doi:10.0/changed"]
+    # Keys stored under another identity rule are made again.
+    changed["identity_keys"]["rule"] = -1
+    path = _rewrite(index_file, tmp_path / "old-rule.litrank", {"metadata.json": json.dumps(changed).encode()})
+    assert litrank_index.read(path).identity_keys() == stored
+    changed["identity_keys"] = {"rule": metadata["identity_keys"]["rule"], "keys": stored[:-1]}
+    path = _rewrite(index_file, tmp_path / "short.litrank", {"metadata.json": json.dumps(changed).encode()})
+    with pytest.raises(connectors.SourceError, match="identity keys do not match its papers"):
+        litrank_index.read(path)

@@ -137,3 +137,16 @@ def test_split_is_the_column_selection():
     plain_rest.eliminate_zeros()
     assert rest.shape == rows.shape and (rest != plain_rest).nnz == 0
     np.testing.assert_array_equal(rest.indptr, plain_rest.indptr)
+
+
+def test_library_title_rows_equal_the_title_vectoriser_with_the_index_vocabulary():
+    """Library titles counted straight into the index's title columns, as its vectoriser counts them."""
+    from recommender.index_features import tfidf_rows, title_counter
+
+    papers = connectors.load(DATA / "report-collection.jsonl") + connectors.load(DATA / "hard-cases.bib")
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    library = connectors.load(EXAMPLE_LIBRARY) + connectors.load(DATA / "hard-cases.bib")
+    titles = ["" if paper.title_derived else paper.title for paper in library]
+    expected = tfidf_rows(title_counter(index.title_terms).fit([]).transform(titles), index.title_idf)
+    rows = index.representations(library).vectors["title"][: len(library)]
+    assert rows.shape == expected.shape and rows.nnz > 0 and (rows != expected).nnz == 0
