@@ -39,6 +39,12 @@ class CollectionPart:
     bm25: sparse.csr_matrix
     authors: sparse.csr_matrix
 
+    def __len__(self) -> int:
+        return len(self.papers)
+
+    def identity_keys(self) -> list[list[str]]:
+        return [paper.identity_keys() for paper in self.papers]
+
     @classmethod
     def of_index(cls, index, start: int, stop: int) -> "CollectionPart":
         return cls(start, index.papers[start:stop], index.word_rows[start:stop],
@@ -140,29 +146,32 @@ def lexical_block(word, char, library_word, library_char, char_weight: float) ->
 def _local(part: CollectionPart, rows: np.ndarray) -> np.ndarray:
     """Which of the (global) ``rows`` fall in ``part``, as rows of the part."""
     rows = np.asarray(rows, dtype=np.int64)
-    return rows[(rows >= part.offset) & (rows < part.offset + len(part.papers))] - part.offset
+    return rows[(rows >= part.offset) & (rows < part.offset + len(part))] - part.offset
 
 
 def excluded_rows(part: CollectionPart, profiles: list) -> list[np.ndarray]:
     """For each profile, the part's rows that are papers of the profile (not its candidates); a
-    profile given as an array names its excluded rows itself (global rows)."""
+    profile given as an array names its excluded rows itself (global rows). ``part``: a
+    :class:`CollectionPart` or any part with ``identity_keys()`` (one list per row) and a length."""
     if all(isinstance(profile, np.ndarray) for profile in profiles):
         return [_local(part, profile) for profile in profiles]
+    row_keys = part.identity_keys()
     keys: dict[str, list[int]] = {}
-    for row, paper in enumerate(part.papers):
-        for key in paper.identity_keys():
+    for row, paper_keys in enumerate(row_keys):
+        for key in paper_keys:
             keys.setdefault(key.partition("|")[0], []).append(row)
     result = []
     for profile in profiles:
         known = IdentityIndex(profile)
         rows = {row for paper in profile for key in paper.identity_keys() for row in keys.get(key.partition("|")[0], ())}
-        result.append(np.array(sorted(row for row in rows if part.papers[row] in known), dtype=np.int64))
+        result.append(np.array(sorted(row for row in rows if known.find(None, list(row_keys[row])) is not None),
+                               dtype=np.int64))
     return result
 
 
 def first_moments(part: CollectionPart, state, library: LibraryColumns, profiles: list[list[Paper]]) -> dict:
     """Map 1: the first-pass similarity blocks, their column moments and the BM25 profile's."""
-    mask = np.zeros((len(part.papers), library.n_profiles), dtype=bool)
+    mask = np.zeros((len(part), library.n_profiles), dtype=bool)
     for index, rows in enumerate(excluded_rows(part, profiles)):
         mask[rows, index] = True
     column_mask = mask[:, library.profile_of]
@@ -177,7 +186,7 @@ def first_moments(part: CollectionPart, state, library: LibraryColumns, profiles
         state["dense"] = dense
         moments["dense"] = column_moments(dense)
     # float32 as the model computes it (its BM25 profile is a float32 product, scaled in float32).
-    bm25 = np.asarray(part.bm25 @ library.queries.T).reshape(len(part.papers), -1)
+    bm25 = np.asarray(part.bm25 @ library.queries.T).reshape(len(part), -1)
     state["bm25"] = bm25
     moments["bm25_max"] = np.max(np.where(mask, -np.inf, bm25), axis=0, initial=-np.inf)
     state["out"] = moments
@@ -208,7 +217,7 @@ def local_feedback(part: CollectionPart, state: dict, library: LibraryColumns, s
 def centroid_sums(part: CollectionPart, state: dict, selected_rows: np.ndarray, char_weight: float) -> dict:
     """Map 3: per column, the sum of the lexical vectors this part holds among the column's
     feedback papers (``selected_rows``: (k, n_columns) global rows, -1 for none)."""
-    n_rows, n_columns = len(part.papers), selected_rows.shape[1]
+    n_rows, n_columns = len(part), selected_rows.shape[1]
     local = selected_rows - part.offset
     inside = (local >= 0) & (local < n_rows) & (selected_rows >= 0)
     columns = np.broadcast_to(np.arange(n_columns), selected_rows.shape)[inside]
@@ -251,7 +260,7 @@ def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, sta
     sizes = library.sizes()
     authors = _dense(part.authors @ library.authors.T)  # float32, as the model's author block
     bm25_mean, bm25_spread = statistics["bm25"]
-    scores = np.empty((len(part.papers), library.n_profiles))
+    scores = np.empty((len(part), library.n_profiles))
     components: dict[str, np.ndarray] = {}
     for profile in range(library.n_profiles):
         columns, n = library.columns_of(profile), int(sizes[profile])
@@ -278,5 +287,5 @@ def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, sta
         total[state["mask"][:, profile]] = np.nan
         scores[:, profile] = total
         for name, values in parts.items():
-            components.setdefault(name, np.full((len(part.papers), library.n_profiles), np.nan))[:, profile] = values
+            components.setdefault(name, np.full((len(part), library.n_profiles), np.nan))[:, profile] = values
     return {"out": scores, "components": components}
