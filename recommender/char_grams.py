@@ -52,6 +52,18 @@ def _window_keys(codes: np.ndarray, ranks: np.ndarray, text_of: np.ndarray, bits
     return keys, window_text
 
 
+def _counted(keys: np.ndarray, window_text: np.ndarray, text_bits: int):
+    """``(gram keys, texts, counts, distinct grams)`` of a batch's windows, ordered by gram then
+    text: one sort of (gram, text) pairs packed in 64 bits, whose runs are the counts."""
+    entries = np.sort((keys << np.uint64(text_bits)) | window_text.astype(np.uint64))
+    new = np.flatnonzero(np.diff(entries, prepend=np.uint64(0)) != 0)  # (no entry is 0: a gram has characters)
+    counts = np.diff(np.append(new, len(entries))).astype(np.float32)
+    entries = entries[new]
+    entry_keys = entries >> np.uint64(text_bits)
+    entry_text = (entries & np.uint64((1 << text_bits) - 1)).astype(np.int32)
+    return entry_keys, entry_text, counts, entry_keys[np.diff(entry_keys, prepend=np.uint64(0)) != 0]
+
+
 def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> tuple[sparse.csr_matrix, np.ndarray]:
     """``(counts, grams)``: float32 counts (one row per text, one column per n-gram) and the
     n-grams in sorted order, equal to ``CountVectorizer(analyzer="char_wb", ngram_range=(4, 4),
@@ -77,36 +89,28 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> 
     # Bits per character: 9 for up to 511 distinct characters (a key then leaves room for the
     # text's number beside it, and one sort counts everything), else 16.
     bits = 9 if len(alphabet) < 1 << 9 else 16
-    # Texts a batch at a time: the per-character arrays of a batch stay small (cache-sized).
+    # Texts a batch at a time, each batch counted on its own: the per-character arrays stay
+    # small (cache-sized, and a partition of 25,000 abstracts peaks at half the memory).
     text_starts = np.cumsum([0] + [len(p) + 2 for p in padded])
-    keys, window_text = [], []
+    text_bits = max(int(len(texts)).bit_length(), 1)
+    packed = bits * N + text_bits <= 64
+    pieces = []
     for first in range(0, len(texts), _TEXT_BATCH):
         last = min(first + _TEXT_BATCH, len(texts))
         batch = codes[text_starts[first]: min(text_starts[last], len(codes))]
         text_of = np.repeat(np.arange(first, last, dtype=np.int32), np.diff(text_starts[first:last + 1]))
-        batch_keys, batch_text = _window_keys(batch, rank_of[batch], text_of[:len(batch)], bits)
-        keys.append(batch_keys)
-        window_text.append(batch_text)
-    keys, window_text = np.concatenate(keys), np.concatenate(window_text)
+        keys, window_text = _window_keys(batch, rank_of[batch], text_of[:len(batch)], bits)
+        if packed:
+            pieces.append(_counted(keys, window_text, text_bits))
+        else:  # (more than 511 distinct characters: counted once all are found)
+            pieces.append((keys, window_text, np.ones(len(keys), dtype=np.float32), np.unique(keys)))
     del codes
-    text_bits = max(int(len(texts)).bit_length(), 1)
-    if bits * N + text_bits <= 64:
-        # One sort of (gram, text): its runs are the counts, its gram changes the columns, and
-        # the entries come out grouped by gram, which CSR conversion keeps within each row.
-        entries = np.sort((keys << np.uint64(text_bits)) | window_text.astype(np.uint64))
-        del keys, window_text
-        new = np.flatnonzero(np.diff(entries, prepend=np.uint64(0)) != 0)  # (no entry is 0: a gram has characters)
-        values = np.diff(np.append(new, len(entries))).astype(np.float32)
-        entries = entries[new]
-        entry_keys = entries >> np.uint64(text_bits)
-        window_text = (entries & np.uint64((1 << text_bits) - 1)).astype(np.int64)
-        new_gram = np.diff(entry_keys, prepend=np.uint64(0)) != 0
-        columns = np.cumsum(new_gram) - 1
-        grams = entry_keys[new_gram]
-    else:
-        grams, columns = np.unique(keys, return_inverse=True)
-        values = np.ones(len(keys), dtype=np.float32)
-    counts = sparse.coo_matrix((values, (window_text, columns.ravel())), shape=(len(texts), len(grams))).tocsr()
+    entry_keys, entry_text, values = (np.concatenate([piece[i] for piece in pieces]) for i in range(3))
+    grams = np.unique(np.concatenate([piece[3] for piece in pieces]))
+    del pieces
+    columns = np.searchsorted(grams, entry_keys)
+    # A batch's counts are in gram order: CSR conversion keeps that order within each row.
+    counts = sparse.coo_matrix((values, (entry_text, columns)), shape=(len(texts), len(grams))).tocsr()
     counts.sum_duplicates()
     # Back to text: the four ranks of each key, as code points; a trailing 0 ends a 3-character gram.
     chars = np.zeros((len(grams), N), dtype=np.uint32)

@@ -24,7 +24,7 @@ import warnings
 from array import array
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -141,8 +141,7 @@ def count_partition(source, state, use_char: bool) -> dict:
     clock = _lap(seconds, "read", clock)
     word, word_terms, word_df, word_total = _local_counts("word", texts)
     out = {"n": len(papers), "ids": [paper.id for paper in papers], "word": (word_terms, word_df, word_total)}
-    state = {"keys": [tuple(paper.identity_keys()) for paper in papers], "word": compact_counts(word),
-             "embeddings": embeddings}
+    state = {"word": compact_counts(word), "embeddings": embeddings}
     del word, word_terms
     clock = _lap(seconds, "words", clock)
     if use_char:
@@ -155,10 +154,16 @@ def count_partition(source, state, use_char: bool) -> dict:
     authors: dict[str, int] = {}
     state["authors"] = author_incidence(papers, authors, grow=True)
     out["authors"] = list(authors)
-    _lap(seconds, "authors", clock)
+    state["keys"] = [tuple(paper.identity_keys()) for paper in papers]
+    _lap(seconds, "authors and identity keys", clock)
     out["seconds"] = seconds
     state["out"] = out
     return state
+
+
+def _without_terms(state: dict, _) -> dict:
+    """The state of :func:`count_partition` without what went to the driver (no copy of the rest)."""
+    return {key: value for key, value in state.items() if key != "out"}
 
 
 def _lap(seconds: dict, name: str, since: float) -> float:
@@ -287,13 +292,17 @@ class _TermCounts:
         return terms, df[numbers], np.frombuffer(self.total)[numbers], [column[local] for local in self.local]
 
 
-def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder=None) -> PartitionedIndex:
+def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder=None,
+                      progress: Callable[[str], None] | None = None) -> PartitionedIndex:
     """Fit a collection index with its rows built and kept on ``engine``'s workers.
 
     ``sources``: one per partition, in collection order: a list of papers, or a path each
     worker reads itself (``connectors.load``; the papers then never pass through here).
     ``embedder`` embeds paper lists here, partition by partition (paths: not supported).
+    ``progress`` is told, as it happens, each partition's seconds per stage (a long build
+    stopped half-way still says how far it got and what took the time).
     """
+    report = progress or (lambda message: None)
     items = []
     for source in sources:
         if embedder is not None:
@@ -307,8 +316,12 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
     word, char = _TermCounts(), _TermCounts()
     authors: dict[str, int] = {}
     author_maps, sizes, ids = [], [], []
-    for state in states:  # one partition's terms at a time: never every partition's lists at once
+    for number, state in enumerate(states):  # one partition's terms at a time: never every partition's lists at once
         (out,) = engine.collect([state], "out")
+        # The worker keeps the counts, not the term lists just sent here (as much again as the counts).
+        (states[number],) = engine.step(_without_terms, [state], [None])
+        del state
+        clock = time.perf_counter()
         word.add(*out["word"])
         if use_char:
             char.add(*out["char"])
@@ -316,10 +329,15 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
                                     dtype=np.int64))
         sizes.append(out["n"])
         ids.extend(out["ids"])
+        report(f"partition {number + 1}/{len(states)} tokenised ({out['n']:,} papers; "
+               + ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in out["seconds"].items())
+               + f"); its {len(out['word'][0]):,} word and {len(out['char'][0]) if use_char else 0:,} character terms"
+               f" folded here in {time.perf_counter() - clock:.1f} s")
         del out
     n_papers = sum(sizes)
     if not n_papers:
         raise ValueError("the collection has no papers to index")
+    clock = time.perf_counter()
     word_terms, word_df, word_total, word_maps = word.vocabulary("word", n_papers)
     unigram_columns = np.flatnonzero([" " not in term for term in word_terms])
     bm25_idf, average_length = bm25_parameters_of(word_df[unigram_columns], float(word_total[unigram_columns].sum()),
@@ -335,6 +353,8 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
     offsets = np.cumsum([0] + sizes)
     mappings = [{"offset": int(offsets[i]), "word": word_maps[i], "char": char_maps[i], "authors": author_maps[i]}
                 for i in range(len(sizes))]
+    report(f"vocabulary of {n_papers:,} papers: {len(word_terms):,} words, {len(char_terms or ()):,} character "
+           f"4-grams (of {len(word.df):,} and {len(char.df):,} seen), IDF and BM25 in {time.perf_counter() - clock:.1f} s")
     widths = (len(word_terms), len(char_terms or ()), len(authors))
     parts = engine.step(place_partition, engine.put(mappings), states, RowWeights.of(vocabulary), widths)
     del states
