@@ -3,7 +3,8 @@
 :class:`LocalEngine` and :class:`DaskEngine` have one interface: ``put(partitions)`` places
 them, ``step(function, partitions, states, *shared)`` runs ``function(partition, state, *shared)``
 on each (``shared`` values go to every call, sent once) and returns the new states, and
-``collect(states, key)`` brings back one value of each state; ``combine(function, partitions)``
+``collect(states, key)`` brings back one value of each state (``completed(states)``: each as it
+is done); ``combine(function, partitions)``
 runs one function over all of them in one place (a fit that needs the whole collection). The partitioned scoring is one
 piece of code whichever engine runs it. Dask is the optional extra
 ``pip install 'litrank[dask]'``; it is imported only here and only when a cluster is asked for.
@@ -34,6 +35,10 @@ class LocalEngine:
 
     def collect(self, states: Sequence, key: str) -> list:
         return [state[key] for state in states]
+
+    def completed(self, states: Sequence) -> Iterator[tuple[int, object]]:
+        """``(position, state)`` of each state as it is done (here: in order)."""
+        return enumerate(states)
 
     def combine(self, function: Callable, items: Sequence, *shared):
         return function(list(items), *shared)
@@ -70,6 +75,16 @@ class DaskEngine:
 
     def collect(self, states: Sequence, key: str) -> list:
         return self.client.gather([self.client.submit(_pick, state, key, pure=False) for state in states])
+
+    def completed(self, states: Sequence) -> Iterator[tuple[int, object]]:
+        """``(position, state)`` of each state as its worker finishes it: the workers do not run
+        partitions in the order they were given, and a reduce waiting for them in that order
+        leaves the finished ones' results piling up on the workers."""
+        from distributed import as_completed
+
+        position = {state.key: number for number, state in enumerate(states)}
+        for state in as_completed(list(states)):
+            yield position[state.key], state
 
     def combine(self, function: Callable, items: Sequence, *shared):
         """``function(all items, *shared)`` on one worker; its result stays there (a future that

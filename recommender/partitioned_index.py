@@ -259,9 +259,10 @@ class _TermCounts:
         self.number: dict[str, int] = {}
         self.df = array("q")
         self.total = array("d")
-        self.local: list[np.ndarray] = []  # per partition: its terms' numbers
+        self.local: dict[int, np.ndarray] = {}  # per partition: its terms' numbers
 
-    def add(self, terms: list[str], df: np.ndarray, total) -> None:
+    def add(self, partition: int, terms: list[str], df: np.ndarray, total) -> None:
+        """Partition ``partition``'s terms, in any order of partitions (sums of integers)."""
         number, df_sums, totals = self.number, self.df, self.total
         numbers = np.empty(len(terms), dtype=np.int32)
         for position, (term, count, tf) in enumerate(zip(terms, df.tolist(),
@@ -275,7 +276,7 @@ class _TermCounts:
                 df_sums[found] += count
                 totals[found] += tf
             numbers[position] = found
-        self.local.append(numbers)
+        self.local[partition] = numbers
 
     def vocabulary(self, kind: str, n_papers: int) -> tuple[list[str], np.ndarray, np.ndarray, list[np.ndarray]]:
         """The builder's vocabulary (sorted, limited by document frequency), its terms' df and
@@ -289,7 +290,8 @@ class _TermCounts:
         column = np.full(len(df), -1, dtype=np.int64)
         numbers = np.array([self.number[term] for term in terms], dtype=np.int64)
         column[numbers] = np.arange(len(terms))
-        return terms, df[numbers], np.frombuffer(self.total)[numbers], [column[local] for local in self.local]
+        return (terms, df[numbers], np.frombuffer(self.total)[numbers],
+                [column[self.local[partition]] for partition in range(len(self.local))])
 
 
 def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder=None,
@@ -314,26 +316,30 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
         items.append(source)
     states = engine.step(count_partition, engine.put(items), [None] * len(items), use_char)
     word, char = _TermCounts(), _TermCounts()
-    authors: dict[str, int] = {}
-    author_maps, sizes, ids = [], [], []
-    for number, state in enumerate(states):  # one partition's terms at a time: never every partition's lists at once
+    found: list[tuple[int, list[str], list[str]]] = [None] * len(states)  # per partition: size, ids, authors
+    done = 0
+    for number, state in engine.completed(list(states)):  # one partition's terms at a time, as each is done
         (out,) = engine.collect([state], "out")
         # The worker keeps the counts, not the term lists just sent here (as much again as the counts).
         (states[number],) = engine.step(_without_terms, [state], [None])
         del state
         clock = time.perf_counter()
-        word.add(*out["word"])
+        word.add(number, *out["word"])
         if use_char:
-            char.add(*out["char"])
-        author_maps.append(np.array([authors.setdefault(name, len(authors)) for name in out["authors"]],
-                                    dtype=np.int64))
-        sizes.append(out["n"])
-        ids.extend(out["ids"])
-        report(f"partition {number + 1}/{len(states)} tokenised ({out['n']:,} papers; "
+            char.add(number, *out["char"])
+        found[number] = (out["n"], out["ids"], out["authors"])
+        done += 1
+        report(f"partition {number + 1} tokenised, {done}/{len(states)} done ({out['n']:,} papers; "
                + ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in out["seconds"].items())
                + f"); its {len(out['word'][0]):,} word and {len(out['char'][0]) if use_char else 0:,} character terms"
                f" folded here in {time.perf_counter() - clock:.1f} s")
         del out
+    authors: dict[str, int] = {}  # numbered in collection order, as the one-process index numbers them
+    author_maps = [np.array([authors.setdefault(name, len(authors)) for name in names], dtype=np.int64)
+                   for _, _, names in found]
+    sizes = [size for size, _, _ in found]
+    ids = [paper_id for _, partition_ids, _ in found for paper_id in partition_ids]
+    del found
     n_papers = sum(sizes)
     if not n_papers:
         raise ValueError("the collection has no papers to index")
