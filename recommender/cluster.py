@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Iterator, Sequence
 
+# Dask priority of what this process waits on: a worker runs it before its queued steps.
+URGENT = 10
 DASK_HINT = "running on a cluster needs the optional extra: pip install 'litrank[dask]'"
 
 
@@ -30,7 +32,7 @@ class LocalEngine:
     def put(self, items: Sequence) -> list:
         return list(items)
 
-    def step(self, function: Callable, items: Sequence, states: Sequence, *shared) -> list:
+    def step(self, function: Callable, items: Sequence, states: Sequence, *shared, urgent: bool = False) -> list:
         return [function(item, state, *shared) for item, state in zip(items, states)]
 
     def collect(self, states: Sequence, key: str) -> list:
@@ -67,14 +69,18 @@ class DaskEngine:
     def put(self, items: Sequence) -> list:
         return self.client.scatter(list(items))
 
-    def step(self, function: Callable, items: Sequence, states: Sequence, *shared) -> list:
+    def step(self, function: Callable, items: Sequence, states: Sequence, *shared, urgent: bool = False) -> list:
+        """See :class:`LocalEngine`; ``urgent`` steps run before queued ones (a step that frees memory)."""
         from distributed import Future
 
         shared = [value if isinstance(value, Future) else self.client.scatter(value, broadcast=True) for value in shared]
-        return [self.client.submit(function, item, state, *shared, pure=False) for item, state in zip(items, states)]
+        return [self.client.submit(function, item, state, *shared, pure=False, priority=URGENT if urgent else 0)
+                for item, state in zip(items, states)]
 
     def collect(self, states: Sequence, key: str) -> list:
-        return self.client.gather([self.client.submit(_pick, state, key, pure=False) for state in states])
+        # Ahead of any queued step (Dask may run newer tasks first): this process waits for these.
+        return self.client.gather([self.client.submit(_pick, state, key, pure=False, priority=URGENT)
+                                   for state in states])
 
     def completed(self, states: Sequence) -> Iterator[tuple[int, object]]:
         """``(position, state)`` of each state as its worker finishes it: the workers do not run

@@ -321,7 +321,7 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
     for number, state in engine.completed(list(states)):  # one partition's terms at a time, as each is done
         (out,) = engine.collect([state], "out")
         # The worker keeps the counts, not the term lists just sent here (as much again as the counts).
-        (states[number],) = engine.step(_without_terms, [state], [None])
+        (states[number],) = engine.step(_without_terms, [state], [None], urgent=True)
         del state
         clock = time.perf_counter()
         word.add(number, *out["word"])
