@@ -89,8 +89,13 @@ class DaskEngine:
         from distributed import as_completed
 
         position = {state.key: number for number, state in enumerate(states)}
-        for state in as_completed(list(states)):
+        pending = as_completed(list(states))
+        # No reference to the states kept here once yielded: the caller may release them (and
+        # their data on the workers) as it goes.
+        del states
+        for state in pending:
             yield position[state.key], state
+            del state
 
     def combine(self, function: Callable, items: Sequence, *shared):
         """``function(all items, *shared)`` on one worker; its result stays there (a future that

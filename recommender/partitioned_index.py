@@ -318,7 +318,7 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
     word, char = _TermCounts(), _TermCounts()
     found: list[tuple[int, list[str], list[str]]] = [None] * len(states)  # per partition: size, ids, authors
     done = 0
-    for number, state in engine.completed(list(states)):  # one partition's terms at a time, as each is done
+    for number, state in engine.completed(states):  # one partition's terms at a time, as each is done
         (out,) = engine.collect([state], "out")
         # The worker keeps the counts, not the term lists just sent here (as much again as the counts).
         (states[number],) = engine.step(_without_terms, [state], [None], urgent=True)
