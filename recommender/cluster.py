@@ -3,10 +3,10 @@
 :class:`LocalEngine` and :class:`DaskEngine` have one interface: ``put(partitions)`` places
 them, ``step(function, partitions, states, *shared)`` runs ``function(partition, state, *shared)``
 on each (``shared`` values go to every call, sent once) and returns the new states, and
-``collect(states, key)`` brings back one value of each state (``completed(states)``: each as it
-is done); ``combine(function, partitions)``
-runs one function over all of them in one place (a fit that needs the whole collection). The partitioned scoring is one
-piece of code whichever engine runs it. Dask is the optional extra
+``collect(states, key)`` brings back one value of each state (or ``pick`` leaves it there, and
+``completed`` + ``value`` bring each as it is done); ``combine(function, partitions)`` runs one
+function over all of them in one place (a fit that needs the whole collection). The
+partitioned scoring is one piece of code whichever engine runs it. Dask is the optional extra
 ``pip install 'litrank[dask]'``; it is imported only here and only when a cluster is asked for.
 """
 from __future__ import annotations
@@ -38,8 +38,15 @@ class LocalEngine:
     def collect(self, states: Sequence, key: str) -> list:
         return [state[key] for state in states]
 
+    def pick(self, states: Sequence, key: str) -> list:
+        """One value of each state, left where it is (:meth:`value` brings one here)."""
+        return [state[key] for state in states]
+
+    def value(self, picked):
+        return picked
+
     def completed(self, states: Sequence) -> Iterator[tuple[int, object]]:
-        """``(position, state)`` of each state as it is done (here: in order)."""
+        """``(position, state)`` of each state (or picked value) as it is done (here: in order)."""
         return enumerate(states)
 
     def combine(self, function: Callable, items: Sequence, *shared):
@@ -82,8 +89,16 @@ class DaskEngine:
         return self.client.gather([self.client.submit(_pick, state, key, pure=False, priority=URGENT)
                                    for state in states])
 
+    def pick(self, states: Sequence, key: str) -> list:
+        """Futures of one value of each state, computed on its worker as soon as the state is
+        (urgent); :meth:`value` then only transfers it, whatever the worker is doing."""
+        return [self.client.submit(_pick, state, key, pure=False, priority=URGENT) for state in states]
+
+    def value(self, picked):
+        return picked.result()
+
     def completed(self, states: Sequence) -> Iterator[tuple[int, object]]:
-        """``(position, state)`` of each state as its worker finishes it: the workers do not run
+        """``(position, state)`` of each state (or picked value) as its worker finishes it: the workers do not run
         partitions in the order they were given, and a reduce waiting for them in that order
         leaves the finished ones' results piling up on the workers."""
         from distributed import as_completed

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import time
 import warnings
-from array import array
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress
 from typing import Callable, Sequence
 
 import numpy as np
@@ -128,6 +127,7 @@ def count_partition(source, state, use_char: bool) -> dict:
     read with ``connectors.load`` where it runs); its terms and document frequencies go out,
     its counts (compact) and the papers' identity keys stay, not the papers."""
     seconds = {}
+    started = time.time()  # wall clock: compared with the driver's (same machine, or near enough)
     clock = time.perf_counter()
     embeddings = None
     if isinstance(source, tuple):
@@ -156,7 +156,7 @@ def count_partition(source, state, use_char: bool) -> dict:
     out["authors"] = list(authors)
     state["keys"] = [tuple(paper.identity_keys()) for paper in papers]
     _lap(seconds, "authors and identity keys", clock)
-    out["seconds"] = seconds
+    out["seconds"], out["started"] = seconds, started
     state["out"] = out
     return state
 
@@ -253,44 +253,43 @@ def place_partition(mapping: dict, state: dict, weights: RowWeights, widths: tup
 
 class _TermCounts:
     """Document frequencies (and total counts) summed over partitions, in compact arrays; each
-    term numbered when first seen."""
+    term numbered when first seen (dict order is that numbering)."""
 
     def __init__(self):
         self.number: dict[str, int] = {}
-        self.df = array("q")
-        self.total = array("d")
+        self.df = np.zeros(1 << 16, dtype=np.int64)
+        self.total = np.zeros(1 << 16, dtype=np.float64)
         self.local: dict[int, np.ndarray] = {}  # per partition: its terms' numbers
 
     def add(self, partition: int, terms: list[str], df: np.ndarray, total) -> None:
-        """Partition ``partition``'s terms, in any order of partitions (sums of integers)."""
-        number, df_sums, totals = self.number, self.df, self.total
-        numbers = np.empty(len(terms), dtype=np.int32)
-        for position, (term, count, tf) in enumerate(zip(terms, df.tolist(),
-                                                         total.tolist() if total is not None else repeat(0.0))):
-            found = number.get(term)
-            if found is None:
-                found = number[term] = len(df_sums)
-                df_sums.append(count)
-                totals.append(tf)
-            else:
-                df_sums[found] += count
-                totals[found] += tf
-            numbers[position] = found
-        self.local[partition] = numbers
+        """Partition ``partition``'s terms, in any order of partitions (sums of integers). The
+        per-term work is one dict look-up; a partition's terms are distinct, so the sums are
+        numpy's (the driver must keep up with the workers)."""
+        number = self.number
+        numbers = np.fromiter((number.setdefault(term, len(number)) for term in terms), dtype=np.int64,
+                              count=len(terms))
+        if len(number) > len(self.df):
+            size = max(len(number), 2 * len(self.df))
+            self.df = np.concatenate([self.df, np.zeros(size - len(self.df), dtype=np.int64)])
+            self.total = np.concatenate([self.total, np.zeros(size - len(self.total))])
+        self.df[numbers] += df
+        if total is not None:
+            self.total[numbers] += total
+        self.local[partition] = numbers.astype(np.int32)
 
     def vocabulary(self, kind: str, n_papers: int) -> tuple[list[str], np.ndarray, np.ndarray, list[np.ndarray]]:
         """The builder's vocabulary (sorted, limited by document frequency), its terms' df and
         total counts, and each partition's local → vocabulary column map."""
         min_df, max_df = document_frequency_limits(kind, n_papers)
-        df = np.frombuffer(self.df, dtype=np.int64)
+        df = self.df[:len(self.number)]
         kept = (df >= min_df) & (df <= max_df * n_papers)
-        terms = sorted(term for term, number in self.number.items() if kept[number])
+        terms = sorted(compress(self.number, kept.tolist()))
         if not terms:
             raise ValueError("cannot build a vocabulary from the collection's texts (after pruning, no terms remain)")
         column = np.full(len(df), -1, dtype=np.int64)
-        numbers = np.array([self.number[term] for term in terms], dtype=np.int64)
+        numbers = np.fromiter(map(self.number.__getitem__, terms), dtype=np.int64, count=len(terms))
         column[numbers] = np.arange(len(terms))
-        return (terms, df[numbers], np.frombuffer(self.total)[numbers],
+        return (terms, df[numbers], self.total[numbers],
                 [column[self.local[partition]] for partition in range(len(self.local))])
 
 
@@ -305,6 +304,7 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
     stopped half-way still says how far it got and what took the time).
     """
     report = progress or (lambda message: None)
+    began = time.time()
     items = []
     for source in sources:
         if embedder is not None:
@@ -314,22 +314,25 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
             texts = [paper.text for paper in source]
             source = (source, np.asarray(embedder.embed(texts), dtype=np.float32).reshape(len(texts), -1))
         items.append(source)
-    states = engine.step(count_partition, engine.put(items), [None] * len(items), use_char)
+    counted = engine.step(count_partition, engine.put(items), [None] * len(items), use_char)
+    # Each partition's terms, picked out as soon as it is counted (urgent: before the worker's
+    # next partition, so nothing waits for a busy worker); the worker keeps its counts, not
+    # the term lists (as much again as the counts).
+    outs = engine.pick(counted, "out")
+    states = engine.step(_without_terms, counted, [None] * len(counted), urgent=True)
+    del counted
     word, char = _TermCounts(), _TermCounts()
     found: list[tuple[int, list[str], list[str]]] = [None] * len(states)  # per partition: size, ids, authors
-    done = 0
-    for number, state in engine.completed(states):  # one partition's terms at a time, as each is done
-        (out,) = engine.collect([state], "out")
-        # The worker keeps the counts, not the term lists just sent here (as much again as the counts).
-        (states[number],) = engine.step(_without_terms, [state], [None], urgent=True)
-        del state
+    for done, (number, out) in enumerate(engine.completed(outs), start=1):  # one partition at a time, as each is done
+        outs[number] = None
+        out = engine.value(out)
         clock = time.perf_counter()
         word.add(number, *out["word"])
         if use_char:
             char.add(number, *out["char"])
         found[number] = (out["n"], out["ids"], out["authors"])
-        done += 1
-        report(f"partition {number + 1} tokenised, {done}/{len(states)} done ({out['n']:,} papers; "
+        report(f"partition {number + 1} tokenised, {done}/{len(states)} done ({out['n']:,} papers; started "
+               f"{out['started'] - began:.1f} s after the build; "
                + ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in out["seconds"].items())
                + f"); its {len(out['word'][0]):,} word and {len(out['char'][0]) if use_char else 0:,} character terms"
                f" folded here in {time.perf_counter() - clock:.1f} s")
@@ -360,7 +363,7 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
     mappings = [{"offset": int(offsets[i]), "word": word_maps[i], "char": char_maps[i], "authors": author_maps[i]}
                 for i in range(len(sizes))]
     report(f"vocabulary of {n_papers:,} papers: {len(word_terms):,} words, {len(char_terms or ()):,} character "
-           f"4-grams (of {len(word.df):,} and {len(char.df):,} seen), IDF and BM25 in {time.perf_counter() - clock:.1f} s")
+           f"4-grams (of {len(word.number):,} and {len(char.number):,} seen), IDF and BM25 in {time.perf_counter() - clock:.1f} s")
     widths = (len(word_terms), len(char_terms or ()), len(authors))
     parts = engine.step(place_partition, engine.put(mappings), states, RowWeights.of(vocabulary), widths)
     del states
