@@ -134,13 +134,32 @@ def _dense(product) -> np.ndarray:
     return product.toarray() if sparse.issparse(product) else np.asarray(product)
 
 
+# Largest dense copy of the library side that _product makes (256 library columns over 130,000
+# terms); beyond it, scipy's sparse product.
+DENSE_SIDE_BYTES = 256 << 20
+
+
+def _product(rows, other) -> np.ndarray:
+    """``rows @ other.T`` as a dense block. ``other`` holds a few dozen library vectors: made
+    dense over the columns they use, the product is one pass over ``rows``' entries, where
+    scipy's sparse product builds its (dense anyway) result entry by entry: 3-4x the time on
+    a partition's rows. The same sums, in another order (equal to rounding)."""
+    if not (sparse.issparse(rows) and sparse.issparse(other)):
+        return _dense(rows @ other.T)
+    other = sparse.csr_matrix(other)
+    used = np.unique(other.indices)
+    if other.shape[0] * len(used) * other.dtype.itemsize > DENSE_SIDE_BYTES:
+        return _dense(rows @ other.T)
+    return np.asarray(sparse.csr_matrix(rows)[:, used] @ other[:, used].toarray().T)
+
+
 def lexical_block(word, char, library_word, library_char, char_weight: float) -> np.ndarray:
     """Cosine of the joined word | character vectors, as the hybrid model computes it."""
-    block = _dense(word @ library_word.T)
+    block = _product(word, library_word)
     if char is None or library_char is None or char_weight <= 0:
         return block
     weight = float(char_weight) ** 2
-    return (block + weight * _dense(char @ library_char.T)) / (1.0 + weight)
+    return (block + weight * _product(char, library_char)) / (1.0 + weight)
 
 
 def _local(part: CollectionPart, rows: np.ndarray) -> np.ndarray:
@@ -244,10 +263,25 @@ def joined(word, char, char_weight: float):
     return sparse.hstack([word * scale, char * (weight * scale)], format="csr")
 
 
+def _joined_product(word, char, other, char_weight: float) -> np.ndarray:
+    """``joined(word, char) @ other.T`` (float64) block by block: joining a partition's rows
+    copies them all, which took longer than the product."""
+    if char is None or char_weight <= 0:
+        return _product(word, other).astype(np.float64)
+    other = sparse.csr_matrix(other)
+    weight = float(char_weight)
+    scale = 1.0 / np.sqrt(1.0 + weight ** 2)
+    n_word = word.shape[1]
+    block = _product(word, other[:, :n_word]).astype(np.float64)
+    block *= scale
+    block += (weight * scale) * _product(char, other[:, n_word:])
+    return block
+
+
 def expanded_moments(part: CollectionPart, state: dict, expanded, char_weight: float, bm25_best: np.ndarray) -> dict:
     """Map 4: cosine of each row with the feedback-expanded library vectors (joined space) and
     the BM25 profile scaled to its best candidate, with the moments of both."""
-    block = _dense(joined(part.word, part.char, char_weight) @ expanded.T).astype(np.float64)
+    block = _joined_product(part.word, part.char, expanded, char_weight)
     block[np.isnan(state["lexical"])] = np.nan
     bm25 = state["bm25"]
     best = bm25_best.astype(bm25.dtype)
