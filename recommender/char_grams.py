@@ -1,9 +1,9 @@
-"""Character 4-gram counts of a few hundred texts, as scikit-learn's ``char_wb`` analyzer counts them.
+"""Character 4-gram counts of many texts, as scikit-learn's ``char_wb`` analyzer counts them.
 
 ``CountVectorizer(analyzer="char_wb", ngram_range=(4, 4))`` cuts each whitespace-separated word,
 padded with one space on either side, into its 4-character windows (a one-character word,
 " w ", counts as itself) and counts them in Python, one n-gram at a time: most of the time of
-transforming a library. :func:`count_char_grams` finds the same windows with numpy over the
+transforming a library, and half of tokenising a partition of a large collection. :func:`count_char_grams` finds the same windows with numpy over the
 texts' code points and returns the same matrix and the same sorted n-grams.
 """
 from __future__ import annotations

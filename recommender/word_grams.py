@@ -73,8 +73,8 @@ def _check_groups(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, fi
             raise HashCollision("different tokens share a hash")
 
 
-def _term_keys(rank: np.ndarray, text: np.ndarray, n_words: int) -> np.ndarray:
-    """One int64 key per unigram and bigram occurrence, in the terms' string order.
+def _term_keys(rank: np.ndarray, text: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """One int64 key per unigram and bigram occurrence, in the terms' string order, and its text.
 
     A word's terms are "a" then "a b" for each following word b: key ``rank(a) * (n + 1)``
     for "a", ``rank(a) * (n + 1) + 1 + rank(b)`` for "a b" (``rank``: place in the sorted
