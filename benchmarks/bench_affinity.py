@@ -4,15 +4,18 @@
     python -m benchmarks.bench_affinity --sizes 10000 100000 --workers 2
 
 Collections are synthesised at run time from the shared conference abstracts
-(:mod:`benchmarks.synthetic_collection`, JSON Lines shards of 25,000 papers in a temporary
+(:mod:`benchmarks.synthetic_collection`, JSON Lines shards of 12,500 papers in a temporary
 directory, deleted afterwards). Each size runs in a process of its own, so its peak memory is
 its own. On a local Dask cluster of ``--workers`` single-threaded workers (memory limit 4 GiB
-each: Dask spills to the worker's disk from half of it), each worker reads its shards and the
+each: Dask spills to the worker's disk from 80% of it), each worker reads its shards and the
 collection index is built there partition by partition
 (:func:`recommender.partitioned_index.build_partitioned`: only vocabularies come back to this
 process); then the example library (one profile, 55 papers) is scored against it. Printed per
 size: seconds to index and to score, each worker's peak RSS and this process's (the driver),
-and at the end how each grows from one size to the next (ratios of the same run).
+and at the end how each grows from one size to the next (ratios of the same run). While a
+size runs, its progress goes to stderr as it happens: each partition's seconds per stage
+(read, words, character 4-grams, authors), the vocabulary, each scoring step, and every 30 s
+the workers' memory, so that a run stopped half-way still says how far it got.
 """
 from __future__ import annotations
 
@@ -22,11 +25,12 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 TARGET_SECONDS, TARGET_GIB = 180, 4.0
-PARTITION_ROWS = 25_000  # a partition's tokenising peaks at ~1 GiB
+PARTITION_ROWS = 12_500  # a partition of 12,500 abstracts: tokenising it peaks at ~0.6 GiB
 
 
 def _peak_mib() -> float:
@@ -42,6 +46,52 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _rss_mib() -> tuple[float, float]:
+    """This process's RSS now and its peak (VmRSS, VmHWM), MiB."""
+    found = {}
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                found[line[:5]] = int(line.split()[1]) / 1024
+    return found.get("VmRSS", 0.0), found.get("VmHWM", 0.0)
+
+
+class _Log:
+    """Progress lines on stderr as they happen, with the seconds since the start of the size;
+    every ``every`` seconds also the workers' memory (a run stopped half-way keeps its figures)."""
+
+    def __init__(self, size: int, every: float = 30.0):
+        self.size, self.every, self.start = size, every, time.perf_counter()
+        self.client = None
+        self._stop = threading.Event()
+
+    def __call__(self, message: str) -> None:
+        print(f"[{self.size:,} papers, {time.perf_counter() - self.start:7.1f} s] {message}", file=sys.stderr,
+              flush=True)
+
+    def memory(self) -> None:
+        try:
+            found = self.client.run(_rss_mib)
+        except Exception as error:  # noqa: BLE001 (a busy or lost worker: say so, keep sampling)
+            self(f"workers' memory not read: {error!r}")
+            return
+        now, peak = _rss_mib()
+        self("memory: workers " + ", ".join(f"{rss / 1024:.2f} GiB (peak {high / 1024:.2f})"
+                                            for rss, high in found.values())
+             + f"; driver {now / 1024:.2f} GiB (peak {peak / 1024:.2f})")
+
+    def watch(self, client) -> None:
+        self.client = client
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.every):
+            self.memory()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 def measure(size: int, workers: int, shards: int) -> dict:
     """One size, in this process: the figures as a dict."""
     import connectors
@@ -52,32 +102,42 @@ def measure(size: int, workers: int, shards: int) -> dict:
     from recommender.partitioned_index import build_partitioned
 
     figures: dict = {"papers": size}
+    log = _Log(size)
     profile = {"example": connectors.load(Path(__file__).resolve().parents[1] / "examples" / "diffusion-library.bib")}
     model = HybridModel()
     with tempfile.TemporaryDirectory(prefix="litrank-bench-affinity-") as directory:
         start = time.perf_counter()
         paths = write_collection(Path(directory), size, shards)
         figures["generate_s"] = time.perf_counter() - start
+        log(f"generated {len(paths)} shards in {figures['generate_s']:.1f} s (not counted)")
         import dask
 
-        # The 4 GiB target as the workers' limit: Dask spills what a worker holds to its local
-        # disk from half of it rather than let the worker grow (never kills it: terminate off).
-        with dask.config.set({"distributed.worker.memory.target": 0.5, "distributed.worker.memory.spill": 0.6,
-                              "distributed.worker.memory.pause": 0.9, "distributed.worker.memory.terminate": False}), \
+        # The 4 GiB target as the workers' limit. A worker's parts are its index: spilling them
+        # to disk only to read each back at every scoring step is what thrashed at 1M, so Dask
+        # spills late (from 80% of the limit) and never kills a worker (terminate off).
+        with dask.config.set({"distributed.worker.memory.target": 0.8, "distributed.worker.memory.spill": 0.85,
+                              "distributed.worker.memory.pause": 0.95, "distributed.worker.memory.terminate": False}), \
                 engine(workers=workers, memory_limit=f"{TARGET_GIB}GiB") as runner:
+            runner.client.wait_for_workers(workers)
+            log.watch(runner.client)
             start = time.perf_counter()
             # Each worker reads its shards and tokenises them; only vocabularies come back here.
-            index = build_partitioned(runner, [str(path) for path in paths], use_char=model.char_weight > 0)
-            runner.client.wait_for_workers(workers)
+            index = build_partitioned(runner, [str(path) for path in paths], use_char=model.char_weight > 0,
+                                      progress=log)
             from distributed import wait
 
             wait(index.parts)
             figures["index_s"] = time.perf_counter() - start
+            log(f"index built in {figures['index_s']:.1f} s (rows placed on the workers)")
+            log.memory()
             figures["index_peak_mib"] = _peak_mib()
             figures["vocabulary"] = [len(index.vocabulary.word_terms), len(index.vocabulary.char_terms or ())]
             start = time.perf_counter()
-            (result,) = AffinityScorer(model, top=100).score(index, profile, runner)
+            (result,) = AffinityScorer(model, top=100, progress=log).score(index, profile, runner)
             figures["score_s"] = time.perf_counter() - start
+            log(f"scored 1 profile in {figures['score_s']:.1f} s")
+            log.stop()
+            log.memory()
             figures["worker_peak_mib"] = sorted(runner.client.run(_peak_mib).values())
             figures["partitions"] = len(index.parts)
     figures["best"] = result.paper_ids(index)[0]
@@ -97,10 +157,11 @@ def main() -> None:
         return
     rows = []
     for size in arguments.sizes:
+        # The run's progress (stderr) shows as it happens; its figures come back on stdout.
         process = subprocess.run([sys.executable, "-m", "benchmarks.bench_affinity", "--one", str(size),
-                                  "--workers", str(arguments.workers)], capture_output=True, text=True)
+                                  "--workers", str(arguments.workers)], stdout=subprocess.PIPE, text=True)
         if process.returncode:
-            print(f"{size:>9,} papers: failed (exit {process.returncode}): {process.stderr.strip()[-400:]}")
+            print(f"{size:>9,} papers: failed (exit {process.returncode}; its progress above)", flush=True)
             continue
         figures = json.loads(process.stdout.strip().splitlines()[-1])
         rows.append(figures)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import time
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -77,12 +78,23 @@ class AffinityScorer:
         Keep each profile's ``top`` best papers (None: every paper).
     column_budget : int
         Library papers scored together (profiles are grouped up to this many).
+    progress : callable or None
+        Told each map step's wall time as it ends (long runs on a cluster).
     """
 
-    def __init__(self, model: HybridModel | None = None, top: int | None = None, column_budget: int = COLUMN_BUDGET):
+    def __init__(self, model: HybridModel | None = None, top: int | None = None, column_budget: int = COLUMN_BUDGET,
+                 progress: Callable[[str], None] | None = None):
         self.model = model if model is not None else HybridModel()
         self.top = top
         self.column_budget = column_budget
+        self.progress = progress
+        self._clock = time.perf_counter()
+
+    def _step_done(self, name: str) -> None:
+        if self.progress is not None:
+            now = time.perf_counter()
+            self.progress(f"scoring: {name} in {now - self._clock:.1f} s")
+            self._clock = now
 
     def score(self, index: CollectionIndex | PartitionedIndex, profiles: Mapping[str, Sequence[Paper]], engine,
               n_partitions: int | None = None) -> Iterator[ProfileScores]:
@@ -92,13 +104,16 @@ class AffinityScorer:
         index.check_embedder(self.model.embedder)
         names = list(profiles)
         libraries = [list(profiles[name]) for name in names]
+        self._clock = time.perf_counter()
         parts, columns = self._placed(index, engine, n_partitions, libraries)
+        self._step_done("the profiles' rows (transformed with the index's vectorisers)")
         ids = np.array(paper_ids(index), dtype=object)
         offsets = np.cumsum([0] + [len(library) for library in libraries])
         for group in _groups([len(library) for library in libraries], self.column_budget):
             rows = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in group])
             group_columns = self._columns(columns, rows, [libraries[g] for g in group])
             block_scores = self._score_group(engine, parts, group_columns, [libraries[g] for g in group])
+            self._step_done("final scores")
             for position, g in enumerate(group):
                 yield self._ranked(names[g], ids, block_scores[:, position])
 
@@ -154,6 +169,7 @@ class AffinityScorer:
         library = columns.library
         states = engine.step(steps.first_moments, parts, [None] * len(parts), library, libraries)
         moments = engine.collect(states, "out")
+        self._step_done("first-pass similarities and their moments")
         statistics = {name: steps.merge_moments(m[name] for m in moments) for name in ("lexical", "dense")
                       if name in moments[0]}
         best = np.max([m["bm25_max"] for m in moments], axis=0)
@@ -165,6 +181,7 @@ class AffinityScorer:
         expanded = columns.layout.to_collection(sparse.csr_matrix(expanded))
         states = engine.step(steps.expanded_moments, parts, states, expanded, library.char_weight, best)
         moments = engine.collect(states, "out")
+        self._step_done("expanded cosines and their moments")
         for name in ("expanded", "bm25"):
             statistics[name] = steps.merge_moments(m[name] for m in moments)
         return engine.step(steps.final_scores, parts, states, library, statistics)
@@ -188,6 +205,7 @@ class AffinityScorer:
                           np.array([available[library.profile_of == p].min() for p in range(len(sizes))]))
         k_max = int(k_of.max()) if len(k_of) else 0
         local = engine.collect(engine.step(steps.local_feedback, parts, states, library, statistics, k_max), "out")
+        self._step_done("feedback candidates (local top-k)")
         # Library rows are named -1 - column, collection rows by their row.
         own_rows = np.broadcast_to((-1 - np.arange(n_columns))[:, None], (n_columns, n_columns))
         rows = np.vstack([own_rows] + [found for found, _ in local])
@@ -205,6 +223,7 @@ class AffinityScorer:
             for library_row in -1 - picked[picked < 0]:
                 chosen_own[column, library_row] = 1.0
         sums = engine.collect(engine.step(steps.centroid_sums, parts, states, selected, library.char_weight), "out")
+        self._step_done("feedback centroids")
         sums = [columns.layout.from_collection(sparse.csr_matrix(part_sum)) for part_sum in sums]
         centroids = functools.reduce(operator.add, sums, chosen_own.tocsr() @ library_vectors)
         inverse_k = np.where(k_of > 0, 1.0 / np.maximum(k_of, 1), 0.0)[library.profile_of]

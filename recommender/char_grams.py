@@ -1,9 +1,9 @@
-"""Character 4-gram counts of a few hundred texts, as scikit-learn's ``char_wb`` analyzer counts them.
+"""Character 4-gram counts of many texts, as scikit-learn's ``char_wb`` analyzer counts them.
 
 ``CountVectorizer(analyzer="char_wb", ngram_range=(4, 4))`` cuts each whitespace-separated word,
 padded with one space on either side, into its 4-character windows (a one-character word,
 " w ", counts as itself) and counts them in Python, one n-gram at a time: most of the time of
-transforming a library. :func:`count_char_grams` finds the same windows with numpy over the
+transforming a library, and half of tokenising a partition of a large collection. :func:`count_char_grams` finds the same windows with numpy over the
 texts' code points and returns the same matrix and the same sorted n-grams.
 """
 from __future__ import annotations
@@ -18,12 +18,50 @@ N = 4
 # scikit-learn's _VectorizerMixin._white_spaces, applied before splitting into words.
 _WHITE_SPACES = re.compile(r"\s\s+")
 _SPACE = ord(" ")
+_TEXT_BATCH = 2000
 
 
 def _padded_words(text: str) -> str:
     """The text's words, each padded with spaces, written one after the other."""
     words = _WHITE_SPACES.sub(" ", text).split()
     return " " + "  ".join(words) + " " if words else ""
+
+
+def _window_keys(codes: np.ndarray, ranks: np.ndarray, text_of: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The keys (ranks of the four characters, ``bits`` each) of the windows of ``codes`` (whole
+    padded texts joined by double spaces) that stay within one padded word, and their texts."""
+    n_windows = max(len(codes) - N + 1, 0)
+    shift = np.uint64(bits)
+    keys = np.zeros(n_windows, dtype=np.uint64)
+    for offset in range(N):
+        keys <<= shift
+        keys |= ranks[offset: offset + n_windows]
+    double_space = (codes[:-1] == _SPACE) & (codes[1:] == _SPACE)
+    inside = np.ones(n_windows, dtype=bool)
+    for offset in range(N - 1):
+        inside &= ~double_space[offset: offset + n_windows]
+    keys, window_text = keys[inside], text_of[:n_windows][inside]
+    # A one-character word is " w ": space, non-space, space (words hold no spaces).
+    is_space = codes == _SPACE
+    one_letter = np.flatnonzero(is_space[:-2] & ~is_space[1:-1] & is_space[2:])
+    if len(one_letter):
+        space = np.uint64(_SPACE + 1)  # the space is ASCII: its rank is its code + 1
+        letters = ranks[one_letter + 1].astype(np.uint64)
+        keys = np.concatenate([keys, ((((space << shift) | letters) << shift) | space) << shift])
+        window_text = np.concatenate([window_text, text_of[one_letter]])
+    return keys, window_text
+
+
+def _counted(keys: np.ndarray, window_text: np.ndarray, text_bits: int):
+    """``(gram keys, texts, counts, distinct grams)`` of a batch's windows, ordered by gram then
+    text: one sort of (gram, text) pairs packed in 64 bits, whose runs are the counts."""
+    entries = np.sort((keys << np.uint64(text_bits)) | window_text.astype(np.uint64))
+    new = np.flatnonzero(np.diff(entries, prepend=np.uint64(0)) != 0)  # (no entry is 0: a gram has characters)
+    counts = np.diff(np.append(new, len(entries))).astype(np.float32)
+    entries = entries[new]
+    entry_keys = entries >> np.uint64(text_bits)
+    entry_text = (entries & np.uint64((1 << text_bits) - 1)).astype(np.int32)
+    return entry_keys, entry_text, counts, entry_keys[np.diff(entry_keys, prepend=np.uint64(0)) != 0]
 
 
 def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> tuple[sparse.csr_matrix, np.ndarray]:
@@ -37,41 +75,46 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> 
     # Texts joined by a double space: a window holding two adjacent spaces crosses from one
     # padded word (or text) into the next, and no window inside a padded word does.
     joined = "  ".join(padded)
-    codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-    text_of = np.repeat(np.arange(len(texts)), [len(p) + 2 for p in padded])[: len(codes)]
-    # Code points ranked (order kept, 0 left for "no character") so that four fit in 64 bits.
-    alphabet, ranks = np.unique(np.append(codes, _SPACE), return_inverse=True)
+    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    # Code points ranked (order kept, 0 left for "no character") so that four fit in a key;
+    # a table, not a sort, ranks them (most are ASCII: all 128 are ranked, others as found).
+    alphabet = np.concatenate([np.arange(128, dtype=np.uint32), np.unique(codes[codes >= 128])])
     if len(alphabet) >= 0xFFFF:  # more distinct characters than 16 bits rank: count them the slow way
         from sklearn.feature_extraction.text import CountVectorizer
 
         counter = CountVectorizer(analyzer="char_wb", ngram_range=(N, N), preprocessor=preprocess, dtype=np.float32)
         return sparse.csr_matrix(counter.fit_transform(texts)), counter.get_feature_names_out().astype(f"<U{N}")
-    ranks = ranks[:-1].astype(np.uint64) + 1
-    space = np.uint64(np.searchsorted(alphabet, _SPACE) + 1)
-    n_windows = max(len(codes) - N + 1, 0)
-    keys = np.zeros(n_windows, dtype=np.uint64)
-    for offset in range(N):
-        keys = (keys << np.uint64(16)) | ranks[offset: offset + n_windows]
-    double_space = (codes[:-1] == _SPACE) & (codes[1:] == _SPACE)
-    crossing = np.zeros(n_windows, dtype=bool)
-    for offset in range(N - 1):
-        crossing |= double_space[offset: offset + n_windows]
-    window_text = text_of[:n_windows][~crossing]
-    keys = keys[~crossing]
-    # A one-character word is " w ": space, non-space, space (words hold no spaces).
-    is_space = codes == _SPACE
-    one_letter = np.flatnonzero(is_space[:-2] & ~is_space[1:-1] & is_space[2:])
-    if len(one_letter):
-        letters = ranks[one_letter + 1]
-        keys = np.concatenate([keys, (space << np.uint64(48)) | (letters << np.uint64(32)) | (space << np.uint64(16))])
-        window_text = np.concatenate([window_text, text_of[one_letter]])
-    grams, columns = np.unique(keys, return_inverse=True)
-    counts = sparse.csr_matrix((np.ones(len(keys), dtype=np.float32), (window_text, columns.ravel())),
-                               shape=(len(texts), len(grams)))
+    rank_of = np.zeros(int(alphabet[-1]) + 1, dtype=np.uint16)
+    rank_of[alphabet] = np.arange(1, len(alphabet) + 1)
+    # Bits per character: 9 for up to 511 distinct characters (a key then leaves room for the
+    # text's number beside it, and one sort counts everything), else 16.
+    bits = 9 if len(alphabet) < 1 << 9 else 16
+    # Texts a batch at a time, each batch counted on its own: the per-character arrays stay
+    # small (cache-sized, and a partition of 25,000 abstracts peaks at half the memory).
+    text_starts = np.cumsum([0] + [len(p) + 2 for p in padded])
+    text_bits = max(int(len(texts)).bit_length(), 1)
+    packed = bits * N + text_bits <= 64
+    pieces = []
+    for first in range(0, len(texts), _TEXT_BATCH):
+        last = min(first + _TEXT_BATCH, len(texts))
+        batch = codes[text_starts[first]: min(text_starts[last], len(codes))]
+        text_of = np.repeat(np.arange(first, last, dtype=np.int32), np.diff(text_starts[first:last + 1]))
+        keys, window_text = _window_keys(batch, rank_of[batch], text_of[:len(batch)], bits)
+        if packed:
+            pieces.append(_counted(keys, window_text, text_bits))
+        else:  # (more than 511 distinct characters: counted once all are found)
+            pieces.append((keys, window_text, np.ones(len(keys), dtype=np.float32), np.unique(keys)))
+    del codes
+    entry_keys, entry_text, values = (np.concatenate([piece[i] for piece in pieces]) for i in range(3))
+    grams = np.unique(np.concatenate([piece[3] for piece in pieces]))
+    del pieces
+    columns = np.searchsorted(grams, entry_keys)
+    # A batch's counts are in gram order: CSR conversion keeps that order within each row.
+    counts = sparse.coo_matrix((values, (entry_text, columns)), shape=(len(texts), len(grams))).tocsr()
     counts.sum_duplicates()
     # Back to text: the four ranks of each key, as code points; a trailing 0 ends a 3-character gram.
     chars = np.zeros((len(grams), N), dtype=np.uint32)
     for position in range(N):
-        rank = (grams >> np.uint64(16 * (N - 1 - position))) & np.uint64(0xFFFF)
+        rank = (grams >> np.uint64(bits * (N - 1 - position))) & np.uint64((1 << bits) - 1)
         chars[:, position] = np.where(rank > 0, alphabet[np.maximum(rank, 1).astype(np.int64) - 1], 0)
     return counts, chars.view(f"<U{N}").ravel()

@@ -3,9 +3,10 @@
 :class:`LocalEngine` and :class:`DaskEngine` have one interface: ``put(partitions)`` places
 them, ``step(function, partitions, states, *shared)`` runs ``function(partition, state, *shared)``
 on each (``shared`` values go to every call, sent once) and returns the new states, and
-``collect(states, key)`` brings back one value of each state; ``combine(function, partitions)``
-runs one function over all of them in one place (a fit that needs the whole collection). The partitioned scoring is one
-piece of code whichever engine runs it. Dask is the optional extra
+``collect(states, key)`` brings back one value of each state (or ``pick`` leaves it there, and
+``completed`` + ``value`` bring each as it is done); ``combine(function, partitions)`` runs one
+function over all of them in one place (a fit that needs the whole collection). The
+partitioned scoring is one piece of code whichever engine runs it. Dask is the optional extra
 ``pip install 'litrank[dask]'``; it is imported only here and only when a cluster is asked for.
 """
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Iterator, Sequence
 
+# Dask priority of what this process waits on: a worker runs it before its queued steps.
+URGENT = 10
 DASK_HINT = "running on a cluster needs the optional extra: pip install 'litrank[dask]'"
 
 
@@ -29,11 +32,22 @@ class LocalEngine:
     def put(self, items: Sequence) -> list:
         return list(items)
 
-    def step(self, function: Callable, items: Sequence, states: Sequence, *shared) -> list:
+    def step(self, function: Callable, items: Sequence, states: Sequence, *shared, urgent: bool = False) -> list:
         return [function(item, state, *shared) for item, state in zip(items, states)]
 
     def collect(self, states: Sequence, key: str) -> list:
         return [state[key] for state in states]
+
+    def pick(self, states: Sequence, key: str) -> list:
+        """One value of each state, left where it is (:meth:`value` brings one here)."""
+        return [state[key] for state in states]
+
+    def value(self, picked):
+        return picked
+
+    def completed(self, states: Sequence) -> Iterator[tuple[int, object]]:
+        """``(position, state)`` of each state (or picked value) as it is done (here: in order)."""
+        return enumerate(states)
 
     def combine(self, function: Callable, items: Sequence, *shared):
         return function(list(items), *shared)
@@ -62,14 +76,41 @@ class DaskEngine:
     def put(self, items: Sequence) -> list:
         return self.client.scatter(list(items))
 
-    def step(self, function: Callable, items: Sequence, states: Sequence, *shared) -> list:
+    def step(self, function: Callable, items: Sequence, states: Sequence, *shared, urgent: bool = False) -> list:
+        """See :class:`LocalEngine`; ``urgent`` steps run before queued ones (a step that frees memory)."""
         from distributed import Future
 
         shared = [value if isinstance(value, Future) else self.client.scatter(value, broadcast=True) for value in shared]
-        return [self.client.submit(function, item, state, *shared, pure=False) for item, state in zip(items, states)]
+        return [self.client.submit(function, item, state, *shared, pure=False, priority=URGENT if urgent else 0)
+                for item, state in zip(items, states)]
 
     def collect(self, states: Sequence, key: str) -> list:
-        return self.client.gather([self.client.submit(_pick, state, key, pure=False) for state in states])
+        # Ahead of any queued step (Dask may run newer tasks first): this process waits for these.
+        return self.client.gather([self.client.submit(_pick, state, key, pure=False, priority=URGENT)
+                                   for state in states])
+
+    def pick(self, states: Sequence, key: str) -> list:
+        """Futures of one value of each state, computed on its worker as soon as the state is
+        (urgent); :meth:`value` then only transfers it, whatever the worker is doing."""
+        return [self.client.submit(_pick, state, key, pure=False, priority=URGENT) for state in states]
+
+    def value(self, picked):
+        return picked.result()
+
+    def completed(self, states: Sequence) -> Iterator[tuple[int, object]]:
+        """``(position, state)`` of each state (or picked value) as its worker finishes it: the workers do not run
+        partitions in the order they were given, and a reduce waiting for them in that order
+        leaves the finished ones' results piling up on the workers."""
+        from distributed import as_completed
+
+        position = {state.key: number for number, state in enumerate(states)}
+        pending = as_completed(list(states))
+        # No reference to the states kept here once yielded: the caller may release them (and
+        # their data on the workers) as it goes.
+        del states
+        for state in pending:
+            yield position[state.key], state
+            del state
 
     def combine(self, function: Callable, items: Sequence, *shared):
         """``function(all items, *shared)`` on one worker; its result stays there (a future that

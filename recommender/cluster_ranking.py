@@ -32,7 +32,7 @@ def _fit_lsa(parts: list, n_components: int, random_state: int):
 
 def take_rows(part, state, rows: np.ndarray, components) -> dict:
     """The word (and LSA) rows of this part among the global ``rows``."""
-    rows = rows[(rows >= part.offset) & (rows < part.offset + len(part.papers))]
+    rows = rows[(rows >= part.offset) & (rows < part.offset + len(part))]
     word = part.word[rows - part.offset]
     return {"out": (rows, word, None if components is None else lsa_rows(word, components))}
 

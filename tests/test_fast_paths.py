@@ -12,6 +12,7 @@ from recommender.collection_index import CollectionIndexBuilder
 from recommender.index_features import document_frequency_limits
 from recommender.sparse_products import _split, dense_product, head_product
 from recommender.text import STOP_WORDS, strip_accents
+from recommender.word_grams import HashCollision, count_word_grams
 from tests.conftest import CONFERENCES, DATA, EXAMPLE_LIBRARY, require
 
 # What a library's texts hold besides plain words: one-letter words, runs of mixed whitespace,
@@ -82,6 +83,51 @@ def test_character_grams_of_real_abstracts_beside_the_vectoriser():
     expected = counter.fit_transform(texts)
     counts, grams = count_char_grams(texts, counter.build_preprocessor())
     assert grams.tolist() == counter.get_feature_names_out().tolist() and (counts != expected).nnz == 0
+
+
+def _many_characters() -> list[str]:
+    """Texts of 700 distinct CJK characters (more than 9 bits rank), words of one to five."""
+    return [" ".join("".join(chr(0x4E00 + (start + 7 * word + offset) % 700) for offset in range(1 + word % 5))
+                     for word in range(40)) for start in range(0, 700, 13)]
+
+
+def _real_texts() -> list[str]:
+    papers = connectors.load(require(CONFERENCES / "icml2019.jsonl.gz"))
+    return [paper.text for paper in papers] + _texts()
+
+
+@pytest.mark.parametrize("texts", [_real_texts, _many_characters])
+def test_character_grams_of_a_collection_partition_beside_the_vectoriser(texts):
+    """A conference's abstracts (as a partition of an index holds), or many distinct characters."""
+    texts = texts()
+    counter = CountVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode", dtype=np.float32)
+    expected = counter.fit_transform(texts)
+    counts, grams = count_char_grams(texts, counter.build_preprocessor())
+    assert grams.tolist() == counter.get_feature_names_out().tolist() and (counts != expected).nnz == 0
+    assert counts.has_sorted_indices
+
+
+@pytest.mark.parametrize("texts", [_real_texts, _many_characters])
+def test_word_grams_are_those_of_the_index_word_vectoriser(texts):
+    """Word uni+bigrams without stop words, counted with numpy: the vectoriser's matrix and terms."""
+    texts = texts() + ["the of and", "x_y __ 12 ab\u0301c ²³ a-b-c", "ab ab ab ab"]
+    counter = CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, ngram_range=(1, 2), dtype=np.float32)
+    expected = counter.fit_transform(texts)
+    counts, terms = count_word_grams(texts, counter.build_preprocessor(), STOP_WORDS)
+    assert terms == counter.get_feature_names_out().tolist()
+    assert counts.dtype == np.float32 and counts.shape == expected.shape and (counts != expected).nnz == 0
+    assert counts.has_sorted_indices and any(" " in term for term in terms)
+    with pytest.raises(ValueError):  # as the vectoriser: nothing but stop words
+        count_word_grams(["the of", ""], counter.build_preprocessor(), STOP_WORDS)
+
+
+def test_word_grams_refuse_a_hash_shared_by_two_tokens(monkeypatch):
+    """With base 1 a token's hash is the sum of its code points: anagrams collide, and it is seen."""
+    monkeypatch.setattr("recommender.word_grams._BASE", np.uint64(1))
+    with pytest.raises(HashCollision):
+        count_word_grams(["listen silent", "enlist"], str.lower, STOP_WORDS)
+    counts, terms = count_word_grams(["listen listen", "listen"], str.lower, STOP_WORDS)
+    assert terms == ["listen", "listen listen"] and counts.toarray().tolist() == [[2, 1], [1, 0]]
 
 
 def test_library_word_counts_equal_a_vectoriser_fitted_on_the_library():
