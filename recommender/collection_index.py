@@ -30,7 +30,9 @@ from .index_features import (ColumnNames, author_incidence, bm25_parameters, bm2
 from .paper import IDENTITY_RULE, Paper
 from .representations import Representations
 from .sparse_products import head_product
+from .text import STOP_WORDS
 from .word_counts import count_in_vocabulary
+from .word_grams import HashCollision, count_word_grams
 
 class _LazyBlocks(dict):
     """``Representations.blocks`` computed on first use: each model reads only some of them."""
@@ -74,11 +76,19 @@ class LibraryWeighting:
         vector's length, as they did when the vocabulary was fitted on library ∪ collection.
         """
         min_df = document_frequency_limits(name, self.n_papers)[0]
-        if name != "char":
-            return count_in_vocabulary(texts, word_analyzer(), self._vocabulary("word"), min_df)
-        n_terms = len(self.char_terms)
-        counts, terms = count_char_grams(texts, fold_accents)
-        columns = self._char_columns(terms)
+        if name == "char":
+            counts, terms = count_char_grams(texts, fold_accents)
+            columns, n_terms = self._char_columns(terms), len(self.char_terms)
+        else:
+            try:
+                counts, words = count_word_grams(texts, fold_accents, STOP_WORDS)
+            except HashCollision:  # never seen: the vectoriser's analyzer counts them
+                return count_in_vocabulary(texts, word_analyzer(), self._vocabulary("word"), min_df)
+            except ValueError:  # no text holds a term
+                counts, words = sparse.csr_matrix((len(texts), 0), dtype=np.float32), []
+            vocabulary = self._vocabulary("word")
+            columns = np.fromiter((vocabulary.get(word, -1) for word in words), dtype=np.int64, count=len(words))
+            terms, n_terms = np.asarray(words, dtype=object), len(self.word_terms)
         extra = (columns < 0) & (np.bincount(counts.indices, minlength=len(terms)) >= min_df)
         columns[extra] = n_terms + np.arange(int(extra.sum()))
         kept = counts[:, columns >= 0]
