@@ -325,18 +325,18 @@ class HybridModel(TermExplainer, BaseEstimator):
         return standardize_columns(scores, scores[: len(self.candidate_rows_)])
 
     def _lexical(self, rep: Representations):
-        """The joined word | character vectors (unit rows) and their (N, n_library) cosine block."""
+        """The joined word | character vectors (unit rows, float64: the scores are computed in it)
+        and their (N, n_library) cosine block in float32, which only chooses the feedback."""
         word = rep.vectors["word"]
         if "char" not in rep.vectors or self.char_weight <= 0:
             return word, rep.blocks["word"]
         weight = float(self.char_weight)
         scale = 1.0 / np.sqrt(1.0 + weight ** 2)
-        joined = SideBySide([word, rep.vectors["char"]], [scale, weight * scale],
-                            [rep.column_counts.get("word"), rep.column_counts.get("char")])
-        block = weight ** 2 * rep.blocks["char"]  # (word + w² char) / (1 + w²), one temporary block
-        block += rep.blocks["word"]
-        block /= 1.0 + weight ** 2
-        return joined, block
+        parts, counts = [word, rep.vectors["char"]], [rep.column_counts.get("word"), rep.column_counts.get("char")]
+        # One product of the joined rows (float32 weights keep them float32), not a word and a
+        # character block added: the same cosines, in half the passes over the collection.
+        first = SideBySide(parts, [np.float32(scale), np.float32(weight * scale)], counts)
+        return SideBySide(parts, [scale, weight * scale], counts), dense_product(first, first.take(self.library_rows_))
 
     _DRIVER_LABELS = {"lexical": "shared words and phrases", "dense": "embeddings: similar meaning",
                       "profile": "your library as a whole", "authors": "authors of your papers"}

@@ -129,12 +129,12 @@ def _dense(product) -> np.ndarray:
 
 
 def lexical_block(word, char, library_word, library_char, char_weight: float) -> np.ndarray:
-    """Cosine of the joined word | character vectors, as the hybrid model computes it."""
-    block = _dense(word @ library_word.T)
+    """Cosine of the joined word | character vectors in float32, as the hybrid model's first
+    pass computes it."""
     if char is None or library_char is None or char_weight <= 0:
-        return block
-    weight = float(char_weight) ** 2
-    return (block + weight * _dense(char @ library_char.T)) / (1.0 + weight)
+        return _dense(word @ library_word.T)
+    return _dense(joined(word, char, char_weight, np.float32) @ joined(library_word, library_char, char_weight,
+                                                                        np.float32).T)
 
 
 def _local(part: CollectionPart, rows: np.ndarray) -> np.ndarray:
@@ -216,13 +216,14 @@ def centroid_sums(part: CollectionPart, state: dict, selected_rows: np.ndarray, 
     return {**state, "out": selection @ joined(part.word, part.char, char_weight)}
 
 
-def joined(word, char, char_weight: float):
-    """The hybrid model's lexical vectors: word | character rows, weighted, unit length."""
+def joined(word, char, char_weight: float, dtype=np.float64):
+    """The hybrid model's lexical vectors: word | character rows, weighted, unit length (float64
+    unless ``dtype`` says otherwise: its weights are of that type)."""
     if char is None or char_weight <= 0:
         return word
     weight = float(char_weight)
     scale = 1.0 / np.sqrt(1.0 + weight ** 2)
-    return sparse.hstack([word * scale, char * (weight * scale)], format="csr")
+    return sparse.hstack([word * dtype(scale), char * dtype(weight * scale)], format="csr")
 
 
 def expanded_moments(part: CollectionPart, state: dict, expanded, char_weight: float, bm25_best: np.ndarray) -> dict:
