@@ -48,6 +48,9 @@ from .representations import Representations
 from .signals import library_query_bm25
 from .sparse_products import SideBySide, dense_product, take_rows
 
+# Rows of a (rows x library papers) block handled at a time: 512 x 500 float64 is 2 MB, in cache.
+ROW_CHUNK = 512
+
 
 def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None, in_place: bool = False) -> np.ndarray:
     """Each column minus its mean, divided by its standard deviation (if any); mean and
@@ -66,10 +69,6 @@ def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None, 
     centred = block - mean
     centred /= spread  # in place: at 50,000 candidates a temporary block is 200 MB
     return centred
-
-
-# Rows of a (rows x library papers) block handled at a time: 512 x 500 float64 is 2 MB, in cache.
-ROW_CHUNK = 512
 
 
 def column_mean_and_spread(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -7,6 +7,8 @@ that work sits in a few frequent columns. :func:`dense_product` sends those colu
 BLAS as two small dense blocks and keeps the rest a sparse product: the same sums, in another
 order (equal up to floating-point rounding). :func:`head_product` (rows against their own
 first rows: the library's block) splits the rows only once, with the same result bit for bit.
+Rows go a batch at a time, two batches at once on threads; a :class:`SideBySide` (the word |
+character rows of the hybrid model) is joined only a batch of rows at a time.
 """
 from __future__ import annotations
 
