@@ -297,10 +297,16 @@ class CollectionIndex(LibraryWeighting):
         library_word, rep.word_vectorizer, word_counts = self.library_tfidf("word", texts)
         rep.vectors["word"] = sparse.vstack([library_word, widen_columns(self.word_rows, library_word.shape[1])],
                                             format="csr")
+        library_char = None
         if self.char_rows is not None:
             library_char = self.library_rows("char", texts)
             rep.vectors["char"] = sparse.vstack([library_char, widen_columns(self.char_rows, library_char.shape[1])],
                                                 format="csr")
+        for name, library_rows in (("word", library_word), ("char", library_char)):
+            if library_rows is not None:  # the products' column shares, without counting the collection again
+                counts = np.bincount(library_rows.indices, minlength=library_rows.shape[1])
+                counts[: len(self.document_frequencies(name))] += self.document_frequencies(name)
+                rep.column_counts[name] = counts
         library_word = library_word[:, : len(self.word_terms)]
         if self.lsa_rows is not None:
             rep.vectors["lsa"] = np.vstack([self._lsa(library_word), self.lsa_rows])
@@ -322,7 +328,7 @@ class CollectionIndex(LibraryWeighting):
         collection_authors = sparse.csr_matrix((self.author_rows.data, self.author_rows.indices,
                                                 self.author_rows.indptr), shape=(self.n_papers, len(vocabulary)))
         rep.has_authors = bool(vocabulary)
-        authors = sparse.vstack([library_authors, collection_authors], format="csr")
+        authors = rep.author_rows = sparse.vstack([library_authors, collection_authors], format="csr")
 
         def block(name: str) -> np.ndarray:
             if name == "authors":
@@ -335,7 +341,7 @@ class CollectionIndex(LibraryWeighting):
                 best[best == 0] = 1.0
                 return scores / best
             rows = rep.vectors[name]
-            return head_product(rows, n_library)
+            return head_product(rows, n_library, row_counts=rep.column_counts.get(name))
 
         rep.blocks = _LazyBlocks(block)
         return rep

@@ -46,19 +46,40 @@ from .model import Driver, TermExplainer
 from .paper import Paper
 from .representations import Representations
 from .signals import library_query_bm25
-from .sparse_products import dense_product
+from .sparse_products import SideBySide, dense_product, take_rows
+
+# Rows of a (rows x library papers) block handled at a time: 512 x 500 float64 is 2 MB, in cache.
+ROW_CHUNK = 512
 
 
-def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None, in_place: bool = False) -> np.ndarray:
     """Each column minus its mean, divided by its standard deviation (if any); mean and
-    deviation are those of ``reference`` (rows of the same columns) when given."""
+    deviation are those of ``reference`` (rows of the same columns) when given. ``in_place``:
+    ``block`` (float64) becomes the result."""
     block = np.asarray(block, dtype=np.float64)
     reference = block if reference is None else np.asarray(reference, dtype=np.float64)
-    spread = reference.std(axis=0)
+    mean, spread = column_mean_and_spread(reference)
     spread[spread == 0] = 1.0
-    centred = block - reference.mean(axis=0)
+    if in_place:
+        for start in range(0, len(block), ROW_CHUNK):
+            chunk = block[start:start + ROW_CHUNK]
+            chunk -= mean
+            chunk /= spread
+        return block
+    centred = block - mean
     centred /= spread  # in place: at 50,000 candidates a temporary block is 200 MB
     return centred
+
+
+def column_mean_and_spread(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and (population) standard deviation of each column, a chunk of rows at a time
+    (numpy's ``std`` makes a temporary as large as the block)."""
+    mean = block.mean(axis=0)
+    squares = np.zeros(block.shape[1])
+    for start in range(0, len(block), ROW_CHUNK):
+        deviation = block[start:start + ROW_CHUNK] - mean
+        squares += np.einsum("ij,ij->j", deviation, deviation)
+    return mean, np.sqrt(squares / max(len(block), 1))
 
 
 def aggregation_depth(n_library: int) -> int:
@@ -87,9 +108,33 @@ def _block_part(block: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.
 
 def _top_mean(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Mean of each row's ``k`` largest values, and the column indices of those values."""
-    n = block.shape[1]
-    columns = np.argpartition(-block, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (block.shape[0], 1))
-    return np.take_along_axis(block, columns, axis=1).mean(axis=1), columns
+    n_rows, n = block.shape
+    if k >= n:
+        return block.mean(axis=1), np.tile(np.arange(n), (n_rows, 1))
+    means, columns = np.empty(n_rows), np.empty((n_rows, k), dtype=np.int64)
+    for start in range(0, n_rows, ROW_CHUNK):  # the negated block and its argpartition, a chunk at a time
+        chunk = block[start:start + ROW_CHUNK]
+        best = np.argpartition(-chunk, k - 1, axis=1)[:, :k]
+        columns[start:start + len(chunk)] = best
+        means[start:start + len(chunk)] = np.take_along_axis(chunk, best, axis=1).mean(axis=1)
+    return means, columns
+
+
+def column_top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Row positions of each column's ``k`` largest values (in no order), shape (k, n_columns).
+
+    A chunk of rows at a time, transposed so that each column's values are contiguous, then
+    the chunks' candidates merged.
+    """
+    rows, values = [], []
+    for start in range(0, len(scores), ROW_CHUNK * 8):
+        chunk = np.ascontiguousarray(scores[start:start + ROW_CHUNK * 8].T)
+        best = np.argpartition(-chunk, min(k, chunk.shape[1]) - 1, axis=1)[:, :k]
+        rows.append(best + start)
+        values.append(np.take_along_axis(chunk, best, axis=1))
+    rows, values = np.hstack(rows), np.hstack(values)
+    best = np.argpartition(-values, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(rows, best, axis=1).T
 
 
 def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_rows: np.ndarray,
@@ -100,7 +145,8 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
 
     Parameters
     ----------
-    vectors : matrix of shape (N, d), L2-normalised rows (sparse or dense)
+    vectors : matrix of shape (N, d), L2-normalised rows (sparse, dense or
+        :class:`~recommender.sparse_products.SideBySide`)
     library_rows, candidate_rows : ndarray of int
     feedback_rows : ndarray of int, shape (n_feedback,)
         The papers that may serve as feedback (candidates, other library papers).
@@ -114,25 +160,23 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
     ndarray of shape (n_candidates, n_library)
         Cosine of each candidate to each expanded library vector.
     """
-    candidates = vectors[candidate_rows]
-    library = vectors[library_rows]
+    library = take_rows(vectors, library_rows)
     n_library = len(library_rows)
     available = np.isfinite(feedback_scores).sum(axis=0)
     k = int(min(feedback_docs, available.min())) if n_library else 0
     if k <= 0 or feedback_weight <= 0:
-        return dense_product(candidates, library)
-    # Along the rows of the transposed copy: the same selection per column, read contiguously.
-    top = np.argpartition(-np.ascontiguousarray(feedback_scores.T), k - 1, axis=1)[:, :k].T  # (k, n_library)
-    # Selecting rows of ``vectors`` itself: taking the feedback rows out first copies them all.
-    selection = sparse.csr_matrix((np.full(top.size, 1.0 / k),
-                                   (np.repeat(np.arange(n_library), k), np.asarray(feedback_rows)[top.T.ravel()])),
-                                  shape=(n_library, vectors.shape[0]))
-    centroids = selection @ vectors
+        return dense_product(vectors, library, row_indices=candidate_rows)
+    top = column_top_k(feedback_scores, k)  # (k, n_library)
+    # Only the chosen rows are taken out (all the feedback rows would be a copy of the collection).
+    chosen, position = np.unique(np.asarray(feedback_rows)[top.T.ravel()], return_inverse=True)
+    selection = sparse.csr_matrix((np.full(top.size, 1.0 / k), (np.repeat(np.arange(n_library), k), position)),
+                                  shape=(n_library, len(chosen)))
+    centroids = selection @ take_rows(vectors, chosen)
     if sparse.issparse(centroids):
         expanded = normalize(sparse.csr_matrix(library) + feedback_weight * normalize(sparse.csr_matrix(centroids)))
     else:
         expanded = normalize(np.asarray(library) + feedback_weight * normalize(np.asarray(centroids)))
-    return dense_product(candidates, expanded)
+    return dense_product(vectors, expanded, row_indices=candidate_rows)
 
 
 class HybridModel(TermExplainer, BaseEstimator):
@@ -226,10 +270,13 @@ class HybridModel(TermExplainer, BaseEstimator):
         feedback_rows = np.concatenate([self.candidate_rows_, self.library_rows_]) if self.library_feedback \
             else self.candidate_rows_
         lexical_vectors, lexical_block = self._lexical(rep)
-        first_pass = self._first_pass(lexical_block, feedback_rows)
         dense = "embedding" in rep.vectors and self.dense_weight > 0
         if dense:
+            first_pass = self._first_pass(lexical_block, feedback_rows)
             first_pass += self.dense_weight * self._first_pass(rep.blocks["embedding"], feedback_rows)
+        else:
+            # Standardising a column keeps its order: the plain cosines choose the same feedback.
+            first_pass = _block_part(lexical_block, feedback_rows, self.library_rows_)
         for index, value in (judgements or {}).items():
             if value < 0:  # a disliked paper is no feedback
                 first_pass[index] = -np.inf
@@ -237,12 +284,12 @@ class HybridModel(TermExplainer, BaseEstimator):
             first_pass[n_candidates + np.arange(n_library), np.arange(n_library)] = -np.inf  # nor is the paper itself
         lexical = standardize_columns(feedback_expanded_similarity(
             lexical_vectors, self.library_rows_, self.candidate_rows_, feedback_rows, first_pass, self.feedback_docs,
-            self.feedback_weight / n_library))
+            self.feedback_weight / n_library), in_place=True)
         fused = lexical
         if dense:
             dense_z = self.dense_weight * standardize_columns(feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, first_pass,
-                self.feedback_docs, self.dense_feedback_weight / n_library))
+                self.feedback_docs, self.dense_feedback_weight / n_library), in_place=True)
             fused = lexical + dense_z
         k = aggregation_depth(n_library) if self.aggregation == "auto" else max(1, min(int(self.aggregation), n_library))
         text_score, columns = _top_mean(fused, k)
@@ -253,8 +300,7 @@ class HybridModel(TermExplainer, BaseEstimator):
             profile = library_query_bm25(rep, self.candidate_rows_, self.library_rows_)
             self.components_["profile"] = profile_share(n_library, self.profile_weight) * standardize_columns(
                 profile[:, None])[:, 0]
-        authors = _block_part(rep.blocks["authors"], self.candidate_rows_, self.library_rows_)
-        self.components_["authors"] = self.author_weight * np.log1p(authors.sum(axis=1)) / np.sqrt(n_library)
+        self.components_["authors"] = self.author_weight * np.log1p(self._shared_authors(rep)) / np.sqrt(n_library)
         self.scores_ = text_score + sum(values for name, values in self.components_.items()
                                         if name in ("profile", "authors"))
         parts = ["words and character n-grams with pseudo-relevance feedback"]
@@ -263,20 +309,33 @@ class HybridModel(TermExplainer, BaseEstimator):
         self.description_ = f"hybrid: {' + '.join(parts)}"
         return self
 
+    def _shared_authors(self, rep: Representations) -> np.ndarray:
+        """Authors each candidate shares with the library papers, summed over them (float32, as
+        the author block holds them: whole numbers, exact)."""
+        if rep.author_rows is None:
+            return _block_part(rep.blocks["authors"], self.candidate_rows_, self.library_rows_).sum(axis=1)
+        # The author block's row sums without the block: the library's author counts, once.
+        library_authors = np.asarray(rep.author_rows[self.library_rows_].sum(axis=0), dtype=np.float32).ravel()
+        return np.asarray(rep.author_rows[self.candidate_rows_] @ library_authors).ravel()
+
     def _first_pass(self, block: np.ndarray, feedback_rows: np.ndarray) -> np.ndarray:
         """Standardised (over the candidates) scores of the feedback papers, (n_feedback, n_library)."""
         scores = _block_part(block, feedback_rows, self.library_rows_)
         return standardize_columns(scores, scores[: len(self.candidate_rows_)])
 
     def _lexical(self, rep: Representations):
-        """The joined word | character vectors (unit rows) and their (N, n_library) cosine block."""
+        """The joined word | character vectors (unit rows, float64: the scores are computed in it)
+        and their (N, n_library) cosine block in float32, which only chooses the feedback."""
         word = rep.vectors["word"]
         if "char" not in rep.vectors or self.char_weight <= 0:
             return word, rep.blocks["word"]
         weight = float(self.char_weight)
         scale = 1.0 / np.sqrt(1.0 + weight ** 2)
-        joined = sparse.hstack([word * scale, rep.vectors["char"] * (weight * scale)], format="csr")
-        return joined, (rep.blocks["word"] + weight ** 2 * rep.blocks["char"]) / (1.0 + weight ** 2)
+        parts, counts = [word, rep.vectors["char"]], [rep.column_counts.get("word"), rep.column_counts.get("char")]
+        # One product of the joined rows (float32 weights keep them float32), not a word and a
+        # character block added: the same cosines, in half the passes over the collection.
+        first = SideBySide(parts, [np.float32(scale), np.float32(weight * scale)], counts)
+        return SideBySide(parts, [scale, weight * scale], counts), dense_product(first, first.take(self.library_rows_))
 
     _DRIVER_LABELS = {"lexical": "shared words and phrases", "dense": "embeddings: similar meaning",
                       "profile": "your library as a whole", "authors": "authors of your papers"}

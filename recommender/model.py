@@ -20,6 +20,7 @@ from .learned import LightGBMRanker, self_supervised_training_set
 from .paper import Paper
 from .representations import RepresentationBuilder, Representations
 from .signals import candidate_features, feature_names
+from .sparse_products import dense_product
 
 MIN_LIBRARY_FOR_TRAINING = 8
 PRIOR_MODEL_FILE = "prior-ranker.txt"
@@ -61,7 +62,11 @@ class TermExplainer:
 
     def similarities(self, candidate_rows: np.ndarray) -> np.ndarray:
         """Word TF-IDF cosine of candidates to library papers, shape (len(rows), n_library)."""
-        return self.rep_.blocks["word"][np.ix_(np.asarray(candidate_rows), self.library_rows_)]
+        rows = np.asarray(candidate_rows)
+        if "word" in self.rep_.blocks:  # computed (a lazy block is not computed for a few rows)
+            return self.rep_.blocks["word"][np.ix_(rows, self.library_rows_)]
+        word = self.rep_.vectors["word"]
+        return dense_product(word[rows], word[self.library_rows_])
 
     def candidate_similarity(self, candidate_rows: np.ndarray) -> np.ndarray:
         """Cosine between candidates (for diversity), shape (len(rows), len(rows))."""

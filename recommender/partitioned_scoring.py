@@ -154,7 +154,9 @@ def _product(rows, other) -> np.ndarray:
 
 
 def lexical_block(word, char, library_word, library_char, char_weight: float) -> np.ndarray:
-    """Cosine of the joined word | character vectors, as the hybrid model computes it."""
+    """Cosine of the joined word | character vectors, in the rows' precision (float32 for TF-IDF
+    rows), as the hybrid model's first pass computes it (equal to rounding: word and character
+    parts are summed separately)."""
     block = _product(word, library_word)
     if char is None or library_char is None or char_weight <= 0:
         return block

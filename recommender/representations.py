@@ -59,6 +59,10 @@ class Representations:
     # of each candidate against the whole library (any subset of it) as one query.
     bm25_weights: sparse.csr_matrix | None = None
     term_counts: sparse.csr_matrix | None = None
+    # How many rows hold each column of ``vectors[name]``, where known without counting (an
+    # index knows its collection's); and the (N, n_authors) author incidence, where kept.
+    column_counts: dict = field(default_factory=dict)
+    author_rows: sparse.csr_matrix | None = None
 
 
 class RepresentationBuilder:

@@ -10,7 +10,8 @@ import connectors
 from recommender.char_grams import count_char_grams
 from recommender.collection_index import CollectionIndexBuilder
 from recommender.index_features import document_frequency_limits
-from recommender.sparse_products import _split, dense_product, head_product
+from recommender.hybrid import HybridModel, _top_mean, column_top_k, standardize_columns
+from recommender.sparse_products import SideBySide, _split, dense_product, head_product
 from recommender.text import STOP_WORDS, strip_accents
 from recommender.word_grams import HashCollision, count_word_grams
 from tests.conftest import CONFERENCES, DATA, EXAMPLE_LIBRARY, require
@@ -196,3 +197,88 @@ def test_library_title_rows_equal_the_title_vectoriser_with_the_index_vocabulary
     expected = tfidf_rows(title_counter(index.title_terms).fit([]).transform(titles), index.title_idf)
     rows = index.representations(library).vectors["title"][: len(library)]
     assert rows.shape == expected.shape and rows.nnz > 0 and (rows != expected).nnz == 0
+
+
+def _real_representations():
+    """A collection index of the report collection and the example library's rows against it."""
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    return index.representations(connectors.load(EXAMPLE_LIBRARY))
+
+
+def test_side_by_side_rows_are_the_joined_rows_bit_for_bit():
+    rep = _real_representations()
+    word, char = rep.vectors["word"], rep.vectors["char"]
+    a, b = 1 / np.sqrt(1.25), 0.5 / np.sqrt(1.25)
+    joined = sparse.hstack([word * a, char * b], format="csr")
+    rows = np.array([40, 3, 17, 17, 0])
+    taken = SideBySide([word, char], [a, b]).take(rows)
+    assert taken.dtype == joined.dtype == np.float64 and (taken != joined[rows]).nnz == 0
+    np.testing.assert_array_equal(taken.data, joined[rows].data)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.005, 2.0])
+@pytest.mark.parametrize("batch", [3, 4096])  # many batches on two threads, or one
+def test_product_of_chosen_side_by_side_rows_is_the_sparse_product(share, batch, monkeypatch):
+    """Rows taken a batch at a time (on threads) from word | char rows never joined, column
+    shares from the known counts: the numbers of the plain sparse product."""
+    monkeypatch.setattr("recommender.sparse_products.ROW_BATCH", batch)
+    monkeypatch.setattr("recommender.sparse_products.WORKERS", 2)
+    rep = _real_representations()
+    word, char = rep.vectors["word"], rep.vectors["char"]
+    a, b = 1 / np.sqrt(1.25), 0.5 / np.sqrt(1.25)
+    joined = sparse.hstack([word * a, char * b], format="csr")
+    side_by_side = SideBySide([word, char], [a, b], [rep.column_counts["word"], rep.column_counts["char"]])
+    other = joined[:9]
+    rows = np.arange(joined.shape[0])[::-1][: joined.shape[0] - 4]  # not in order, not all of them
+    got = dense_product(side_by_side, other, dense_column_share=share, row_indices=rows)
+    assert got.dtype == np.float64 and got.shape == (len(rows), 9)
+    np.testing.assert_allclose(got, (joined[rows] @ other.T).toarray(), rtol=1e-12, atol=1e-12)
+    plain = dense_product(word, word[:9], dense_column_share=share, row_indices=rows)
+    np.testing.assert_allclose(plain, (word[rows] @ word[:9].T).toarray(), rtol=1e-5, atol=1e-6)
+
+
+def test_known_column_counts_are_the_counted_ones():
+    rep = _real_representations()
+    for name in ("word", "char"):
+        rows = rep.vectors[name]
+        np.testing.assert_array_equal(rep.column_counts[name], np.bincount(rows.indices, minlength=rows.shape[1]))
+
+
+def test_shared_authors_are_the_author_blocks_sums():
+    papers = connectors.load(require(CONFERENCES / "icml2019.jsonl.gz"))[:400]
+    model = HybridModel().fit(papers[:40], papers[40:])
+    rep = model.rep_
+    block_sums = rep.blocks["authors"][np.ix_(model.candidate_rows_, model.library_rows_)].sum(axis=1)
+    got = model._shared_authors(rep)
+    assert got.dtype == block_sums.dtype and block_sums.max() > 0
+    np.testing.assert_array_equal(got, block_sums)
+
+
+@pytest.mark.parametrize("chunk", [2, 512])
+def test_chunked_selections_and_standardising_are_the_plain_ones(chunk, monkeypatch):
+    """Feedback choice (each column's k best rows), the in-place standardising and each row's
+    k best columns, a chunk of rows at a time, on a real first-pass block."""
+    monkeypatch.setattr("recommender.hybrid.ROW_CHUNK", chunk)
+    rep = _real_representations()
+    block = (rep.blocks["word"] + 0.25 * rep.blocks["char"]).astype(np.float64)
+    block[np.arange(rep.n_library), np.arange(rep.n_library)] = -np.inf  # not its own feedback
+    block[[5, 30]] = -np.inf  # disliked papers
+    for k in (1, 8, len(block)):
+        top = column_top_k(block, k)
+        assert top.shape == (k, block.shape[1])
+        for column in range(block.shape[1]):
+            np.testing.assert_array_equal(np.sort(block[top[:, column], column]), np.sort(block[:, column])[-k:])
+    # Standardising a column keeps its order: the plain cosines choose the same feedback.
+    finite = np.where(np.isfinite(block), block, 0.0)
+    standardized = standardize_columns(finite, finite[rep.n_library:])
+    for column in range(block.shape[1]):
+        chosen = column_top_k(block, 8)[:, column]
+        assert set(chosen) == set(np.argsort(-np.where(np.isfinite(block), standardized, -np.inf)[:, column],
+                                             kind="stable")[:8])
+    expected = (finite - finite.mean(axis=0)) / finite.std(axis=0)
+    np.testing.assert_allclose(standardize_columns(finite.copy(), in_place=True), expected, rtol=1e-12, atol=1e-12)
+    for k in (1, 9, finite.shape[1]):
+        means, columns = _top_mean(finite, k)
+        np.testing.assert_array_equal(np.take_along_axis(finite, columns, axis=1).mean(axis=1), means)
+        np.testing.assert_allclose(means, np.sort(finite, axis=1)[:, -k:].mean(axis=1), rtol=1e-12, atol=1e-12)
