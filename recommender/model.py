@@ -11,16 +11,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 from sklearn.preprocessing import normalize
 
-from .learned import LightGBMRanker, self_supervised_training_set
 from .paper import Paper
 from .representations import RepresentationBuilder, Representations
 from .signals import candidate_features, feature_names
 from .sparse_products import dense_product
+
+if TYPE_CHECKING:
+    from .learned import LightGBMRanker
 
 MIN_LIBRARY_FOR_TRAINING = 8
 PRIOR_MODEL_FILE = "prior-ranker.txt"
@@ -39,6 +41,8 @@ def load_prior(path: str | None = None, with_embeddings: bool = False) -> LightG
         if not resource.is_file():
             return None
         path = str(resource)
+    from .learned import LightGBMRanker  # LightGBM: only for the learned model
+
     return LightGBMRanker.load(Path(path))
 
 
@@ -163,6 +167,8 @@ class LearnedModel(TermExplainer):
         if len(library) >= self.min_library:
             rows_judged = {int(self.candidate_rows_[index]): value for index, value in (judgements or {}).items()}
             grades = {int(self.library_rows_[index]): value for index, value in (library_grades or {}).items()}
+            from .learned import LightGBMRanker, self_supervised_training_set
+
             X, y, group = self_supervised_training_set(
                 self.rep_, library, self.library_rows_, self.candidate_rows_, rows_judged, library_grades=grades,
                 n_folds=self.n_folds, holdout=self.holdout, max_negatives=self.max_negatives,

@@ -13,7 +13,6 @@ from typing import Sequence
 
 import numpy as np
 from scipy import sparse
-from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer, TfidfVectorizer
 from sklearn.preprocessing import normalize
 from threadpoolctl import threadpool_limits
@@ -104,6 +103,8 @@ class RepresentationBuilder:
         if char_job is not None:
             result.vectors["char"] = char_job()
         if self.lsa_components and min(word_rows.shape) > self.lsa_components + 1:
+            from sklearn.decomposition import TruncatedSVD  # imports linear models: only when fitting
+
             svd = TruncatedSVD(self.lsa_components, algorithm="randomized", n_iter=3, random_state=self.random_state)
             # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
             # OpenBLAS threads than on one (thread hand-off dominates at this size).
