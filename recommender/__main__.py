@@ -1,4 +1,4 @@
 """``python -m recommender``: the ``litrank`` command without its console script."""
-from recommender.cli import main
+from recommender.cli import run
 
-main(prog_name="litrank")
+run()

@@ -23,10 +23,10 @@ from scipy import sparse
 from sklearn.base import BaseEstimator
 
 from .char_grams import count_char_grams
-from .index_features import (ColumnNames, author_incidence, bm25_parameters, bm25_weights, document_frequency_limits,
-                             embedder_id, feature_layout, fit_counts, fit_lsa, fold_accents, idf_of, lsa_rows,
-                             smooth_idf, start_char_job, tfidf_rows, title_analyzer, title_counter, widen_columns,
-                             word_analyzer, word_counter)
+from .index_features import (ColumnNames, TopicRows, author_incidence, bm25_parameters, bm25_weights,
+                             document_frequency_limits, embedder_id, feature_layout, fit_counts, fit_lsa, fold_accents,
+                             idf_of, lsa_rows, smooth_idf, start_char_job, tfidf_rows, title_analyzer, title_counter,
+                             widen_columns, word_analyzer, word_counter)
 from .paper import IDENTITY_RULE, Paper
 from .representations import Representations
 from .sparse_products import head_product
@@ -160,7 +160,6 @@ class CollectionIndex(LibraryWeighting):
     word_rows: sparse.csr_matrix = field(init=False, repr=False)
     char_rows: sparse.csr_matrix | None = field(init=False, repr=False, default=None)
     title_rows: sparse.csr_matrix | None = field(init=False, repr=False, default=None)
-    lsa_rows: np.ndarray | None = field(init=False, repr=False, default=None)
     unigram_columns: np.ndarray = field(init=False, repr=False)
     bm25_idf: np.ndarray = field(init=False, repr=False)
     bm25_average_length: float = field(init=False, repr=False, default=1.0)
@@ -180,15 +179,13 @@ class CollectionIndex(LibraryWeighting):
             self.char_rows = tfidf_rows(self.char_counts, self.char_idf)
         if self.title_counts is not None:
             self.title_rows = tfidf_rows(self.title_counts, self.title_idf)
-        if self.lsa_components is not None:
-            self.lsa_rows = self._lsa(self.word_rows)
         self.unigram_columns = np.flatnonzero([" " not in term for term in self.word_terms])
         unigrams = self.word_counts[:, self.unigram_columns]
         self.bm25_idf, self.bm25_average_length = bm25_parameters(unigrams)
         self.bm25_rows = bm25_weights(unigrams, self.bm25_idf, self.bm25_average_length)
         if self.author_rows is None:
             self.author_rows = sparse.csr_matrix((n, len(self.author_names)), dtype=np.float32)
-        self._cached: dict = {}  # derived once per index: identity keys
+        self._cached: dict = {}  # derived once per index: identity keys, topic rows
         self._document_frequencies: dict = {}
 
     _MATRICES = ("word_counts", "char_counts", "title_counts", "author_rows")
@@ -257,6 +254,16 @@ class CollectionIndex(LibraryWeighting):
     def _lsa(self, word_rows) -> np.ndarray:
         return lsa_rows(word_rows, self.lsa_components)
 
+    @property
+    def lsa_rows(self) -> np.ndarray | None:
+        """Every paper's LSA topic row (made on first use: ranking reads only a few, see
+        :class:`~recommender.index_features.TopicRows`), None without LSA components."""
+        if self.lsa_components is None:
+            return None
+        if "lsa_rows" not in self._cached:
+            self._cached["lsa_rows"] = self._lsa(self.word_rows)
+        return self._cached["lsa_rows"]
+
     def document_frequencies(self, name: str) -> np.ndarray:
         """Papers of the collection holding each term of representation ``name`` ("word", "char")."""
         if name not in self._document_frequencies:
@@ -308,8 +315,8 @@ class CollectionIndex(LibraryWeighting):
                 counts[: len(self.document_frequencies(name))] += self.document_frequencies(name)
                 rep.column_counts[name] = counts
         library_word = library_word[:, : len(self.word_terms)]
-        if self.lsa_rows is not None:
-            rep.vectors["lsa"] = np.vstack([self._lsa(library_word), self.lsa_rows])
+        if self.lsa_components is not None:
+            rep.vectors["lsa"] = TopicRows(library_word, self.word_rows, self.lsa_components)
         if self.title_rows is not None:
             titles = ["" if paper.title_derived else paper.title for paper in library]
             # No collection paper holds a term below that document frequency: the index's terms only.
@@ -341,6 +348,8 @@ class CollectionIndex(LibraryWeighting):
                 best[best == 0] = 1.0
                 return scores / best
             rows = rep.vectors[name]
+            if isinstance(rows, TopicRows):  # the learned model's topic block reads them all
+                rows = rows[:]
             return head_product(rows, n_library, row_counts=rep.column_counts.get(name))
 
         rep.blocks = _LazyBlocks(block)

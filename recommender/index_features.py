@@ -205,3 +205,32 @@ def fit_lsa(word_rows: sparse.csr_matrix, n_components: int, random_state: int =
 def lsa_rows(word_rows, components: np.ndarray) -> np.ndarray:
     """Rows in the LSA topic space, unit length."""
     return normalize(np.asarray(word_rows @ components.T, dtype=np.float32)).astype(np.float32)
+
+
+class TopicRows:
+    """The LSA topic rows (:func:`lsa_rows`) of a library's rows then a collection's, each made
+    when asked for, shape ``(n_library + n_collection, n_topics)``.
+
+    Only the diversity re-ordering (a few hundred candidates) and the report's map read them;
+    making every collection paper's when an index is read cost more than ranking against it
+    needs. Row for row, the numbers of :func:`lsa_rows` over all rows.
+    """
+
+    def __init__(self, library_word, collection_word, components: np.ndarray):
+        self.parts, self.components = (library_word, collection_word), components
+        self.n_library = library_word.shape[0]
+        self.shape = (self.n_library + collection_word.shape[0], components.shape[0])
+
+    def __getitem__(self, key) -> np.ndarray:
+        rows = np.arange(self.shape[0])[key]
+        wanted = np.atleast_1d(rows)
+        out = np.empty((len(wanted), self.shape[1]), dtype=np.float32)
+        in_library = wanted < self.n_library
+        if in_library.any():
+            out[in_library] = lsa_rows(self.parts[0][wanted[in_library]], self.components)
+        if not in_library.all():
+            out[~in_library] = lsa_rows(self.parts[1][wanted[~in_library] - self.n_library], self.components)
+        return out if np.ndim(rows) else out[0]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return self[:] if dtype is None else self[:].astype(dtype)

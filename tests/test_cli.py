@@ -197,3 +197,20 @@ def test_python_dash_m_runs_the_same_command():
                             check=False, cwd=Path(__file__).resolve().parents[1])
     assert result.returncode == 0 and result.stdout.startswith("Usage: litrank [OPTIONS] COMMAND")
     assert "affinity" in result.stdout and "index" in result.stdout
+
+
+def test_the_console_entry_keeps_exit_codes_and_leaves_the_last_collections_out(monkeypatch, capsys):
+    import gc
+
+    from recommender.cli import run
+
+    for argv, code in ((["litrank", "--version"], 0), (["litrank", "rank", "--top", "-3"], 2)):
+        monkeypatch.setattr(sys, "argv", argv)
+        try:
+            with pytest.raises(SystemExit) as exited:
+                run()
+            assert exited.value.code == code
+            assert gc.get_freeze_count() > 0  # what the process made is not walked at exit
+        finally:
+            gc.unfreeze()
+    assert "litrank" in capsys.readouterr().out

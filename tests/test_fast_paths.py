@@ -282,3 +282,21 @@ def test_chunked_selections_and_standardising_are_the_plain_ones(chunk, monkeypa
         means, columns = _top_mean(finite, k)
         np.testing.assert_array_equal(np.take_along_axis(finite, columns, axis=1).mean(axis=1), means)
         np.testing.assert_allclose(means, np.sort(finite, axis=1)[:, -k:].mean(axis=1), rtol=1e-12, atol=1e-12)
+
+
+def test_topic_rows_made_when_asked_are_those_of_all_rows():
+    from recommender.index_features import TopicRows, lsa_rows
+
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    index = CollectionIndexBuilder(lsa_components=8).build(papers + connectors.load(EXAMPLE_LIBRARY))
+    rep = index.representations(connectors.load(EXAMPLE_LIBRARY)[:5])
+    topics = rep.vectors["lsa"]
+    assert isinstance(topics, TopicRows) and topics.shape == (5 + index.n_papers, 8)
+    word = rep.vectors["word"][:, : len(index.word_terms)]
+    everything = lsa_rows(word, index.lsa_components)
+    np.testing.assert_array_equal(np.asarray(topics), everything)
+    np.testing.assert_array_equal(index.lsa_rows, everything[5:])
+    picked = np.array([7, 0, 4, 30, 5])  # collection and library rows, in any order
+    np.testing.assert_array_equal(topics[picked], everything[picked])
+    np.testing.assert_array_equal(topics[3], everything[3])
+    np.testing.assert_array_equal(topics[2:9], everything[2:9])
