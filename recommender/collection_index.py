@@ -23,10 +23,10 @@ from scipy import sparse
 from sklearn.base import BaseEstimator
 
 from .char_grams import count_char_grams
-from .index_features import (ColumnNames, TopicRows, author_incidence, bm25_parameters, bm25_weights,
+from .index_features import (ColumnNames, TopicRows, author_incidence, bm25_parameters, bm25_weights, count_words,
                              document_frequency_limits, embedder_id, feature_layout, fit_counts, fit_lsa, fold_accents,
                              idf_of, lsa_rows, smooth_idf, start_char_job, tfidf_rows, title_analyzer, title_counter,
-                             widen_columns, word_analyzer, word_counter)
+                             widen_columns, word_analyzer)
 from .paper import IDENTITY_RULE, Paper
 from .representations import Representations
 from .sparse_products import head_product
@@ -387,7 +387,7 @@ class CollectionIndexBuilder(BaseEstimator):
         texts = [paper.text for paper in papers]
         char_result = start_char_job(texts) if self.use_char else None
         try:
-            word_counts, word_terms = fit_counts(word_counter(n_papers=len(texts)), texts)
+            word_counts, word_terms = count_words(texts, n_papers=len(texts))
         except ValueError as exc:
             raise ValueError(f"cannot build a vocabulary from the collection's texts ({exc})") from None
         word_idf = smooth_idf(word_counts)

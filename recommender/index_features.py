@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -93,6 +94,30 @@ def word_analyzer():
 def title_analyzer():
     """:func:`title_counter`'s analyzer, folding as :func:`word_analyzer` does."""
     return title_counter().set_params(preprocessor=fold_accents).build_analyzer()
+
+
+def count_words(texts: list[str], n_papers: int) -> tuple[sparse.csr_matrix, list[str]]:
+    """``fit_counts(word_counter(n_papers=n_papers), texts)``: the same counts and terms, counted
+    with numpy (:func:`~recommender.word_grams.count_word_grams`, about 3x faster), the
+    vocabulary limits applied as the vectoriser applies them. ValueError when no term is left."""
+    from .word_grams import HashCollision, count_word_grams
+
+    try:
+        counts, terms = count_word_grams(texts, fold_accents, STOP_WORDS)
+    except HashCollision:  # never seen; the vectoriser then counts these texts
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return fit_counts(word_counter(n_papers=n_papers), texts)
+    min_df, max_df = document_frequency_limits("word", n_papers)
+    document_frequency = np.bincount(counts.indices, minlength=len(terms))
+    kept = (document_frequency >= min_df) & (document_frequency <= max_df * len(texts))
+    if kept.all():
+        return counts, terms
+    if not kept.any():
+        raise ValueError("after pruning, no terms remain")
+    counts = sparse.csr_matrix(counts[:, kept])
+    counts.sort_indices()
+    return counts, [term for term, keep in zip(terms, kept.tolist()) if keep]
 
 
 def fit_counts(counter, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:

@@ -20,7 +20,6 @@ numbers equal the one-process index's: same vocabulary, same IDF, same rows.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 from itertools import compress
 from typing import Callable, Sequence
@@ -30,11 +29,9 @@ from scipy import sparse
 
 from .collection_index import LibraryWeighting
 from .char_grams import count_char_grams
-from .index_features import (author_incidence, bm25_parameters_of, bm25_weights, document_frequency_limits, embedder_id,
-                             fit_counts, fold_accents, idf_of, tfidf_rows, word_counter)
+from .index_features import (author_incidence, bm25_parameters_of, bm25_weights, count_words, document_frequency_limits,
+                             embedder_id, fold_accents, idf_of, tfidf_rows)
 from .paper import Paper
-from .text import STOP_WORDS
-from .word_grams import HashCollision, count_word_grams
 
 
 @dataclass
@@ -95,12 +92,7 @@ def _fast_counts(kind: str, texts: list[str]) -> tuple[sparse.csr_matrix, list[s
     if kind == "char":
         counts, grams = count_char_grams(texts, fold_accents)
         return counts, grams.tolist()
-    try:
-        return count_word_grams(texts, fold_accents, STOP_WORDS)
-    except HashCollision:  # never seen; the vectoriser then counts this partition
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return fit_counts(word_counter(n_papers=1), texts)
+    return count_words(texts, n_papers=1)  # one paper's limits: none
 
 
 def _local_counts(kind: str, texts: list[str]):

@@ -300,3 +300,25 @@ def test_topic_rows_made_when_asked_are_those_of_all_rows():
     np.testing.assert_array_equal(topics[picked], everything[picked])
     np.testing.assert_array_equal(topics[3], everything[3])
     np.testing.assert_array_equal(topics[2:9], everything[2:9])
+
+
+@pytest.mark.parametrize("n_papers", [9, 400, 5200])  # in at most 90% of the papers; from 5,000 also in 2
+def test_collection_words_counted_with_numpy_are_the_vectorisers(n_papers):
+    """The index builder's word counts and vocabulary, limits included, as scikit-learn's."""
+    from recommender.index_features import count_words, fit_counts, word_counter
+
+    papers = []
+    for name in ("icml2019", "nips2018", "iclr2018", "cvpr2019", "nips2017", "cvpr2018"):
+        if len(papers) < n_papers:
+            papers += connectors.load(require(CONFERENCES / f"{name}.jsonl.gz"))
+    texts = [paper.text for paper in papers[:n_papers]] + AWKWARD_TEXTS
+    assert len(texts) == n_papers + len(AWKWARD_TEXTS)
+    counts, terms = count_words(texts, n_papers=len(texts))
+    expected, expected_terms = fit_counts(word_counter(n_papers=len(texts)), texts)
+    assert terms == expected_terms
+    assert counts.dtype == expected.dtype == np.float32 and counts.shape == expected.shape
+    np.testing.assert_array_equal(counts.indptr, expected.indptr)
+    np.testing.assert_array_equal(counts.indices, expected.indices)
+    np.testing.assert_array_equal(counts.data, expected.data)
+    with pytest.raises(ValueError):
+        count_words(["the of and", "a"], n_papers=2)
