@@ -126,10 +126,27 @@ def fit_counts(counter, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]
     return counts, counter.get_feature_names_out().tolist()
 
 
+def count_chars(texts: list[str], n_papers: int) -> tuple[sparse.csr_matrix, list[str]]:
+    """``fit_counts(char_counter(n_papers=n_papers), texts)``: the same counts and n-grams,
+    counted with numpy (:func:`~recommender.char_grams.count_char_grams`), the vectoriser's
+    ``min_df`` applied as it applies it. ValueError when no n-gram is left."""
+    from .char_grams import count_char_grams
+
+    counts, grams = count_char_grams(texts, fold_accents)
+    kept = np.bincount(counts.indices, minlength=len(grams)) >= document_frequency_limits("char", n_papers)[0]
+    if not kept.any():
+        raise ValueError("no character n-grams in the texts")
+    if not kept.all():
+        counts, grams = sparse.csr_matrix(counts[:, kept]), grams[kept]
+        counts.sort_indices()
+    return counts, grams.tolist()
+
+
 def start_char_job(texts: list[str]):
-    """The collection's character n-gram counts (``fit_counts``), in a second process for large
-    collections (see :func:`~recommender.representations.run_aside`); returns a function giving them."""
-    return run_aside(fit_counts, char_counter(n_papers=len(texts)), texts, n_papers=len(texts))
+    """The collection's character n-gram counts (:func:`count_chars`), in a second process for
+    large collections (see :func:`~recommender.representations.run_aside`); returns a function
+    giving them."""
+    return run_aside(count_chars, texts, len(texts), n_papers=len(texts))
 
 
 def smooth_idf(counts: sparse.csr_matrix) -> np.ndarray:

@@ -322,3 +322,20 @@ def test_collection_words_counted_with_numpy_are_the_vectorisers(n_papers):
     np.testing.assert_array_equal(counts.data, expected.data)
     with pytest.raises(ValueError):
         count_words(["the of and", "a"], n_papers=2)
+
+
+@pytest.mark.parametrize("n_papers", [400, 5200])  # every n-gram; from 5,000 those in 2 papers or more
+def test_collection_character_grams_counted_with_numpy_are_the_vectorisers(n_papers):
+    from recommender.index_features import char_counter, count_chars, fit_counts
+
+    papers = []
+    for name in ("icml2019", "nips2018", "iclr2018", "cvpr2019", "nips2017", "cvpr2018"):
+        if len(papers) < n_papers:
+            papers += connectors.load(require(CONFERENCES / f"{name}.jsonl.gz"))
+    texts = [paper.text for paper in papers[:n_papers]] + AWKWARD_TEXTS
+    counts, grams = count_chars(texts, n_papers=len(texts))
+    expected, expected_grams = fit_counts(char_counter(n_papers=len(texts)), texts)
+    assert grams == expected_grams and counts.shape == expected.shape and counts.dtype == expected.dtype
+    np.testing.assert_array_equal(counts.indptr, expected.indptr)
+    np.testing.assert_array_equal(counts.indices, expected.indices)
+    np.testing.assert_array_equal(counts.data, expected.data)
