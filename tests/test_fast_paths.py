@@ -302,40 +302,34 @@ def test_topic_rows_made_when_asked_are_those_of_all_rows():
     np.testing.assert_array_equal(topics[2:9], everything[2:9])
 
 
-@pytest.mark.parametrize("n_papers", [9, 400, 5200])  # in at most 90% of the papers; from 5,000 also in 2
-def test_collection_words_counted_with_numpy_are_the_vectorisers(n_papers):
-    """The index builder's word counts and vocabulary, limits included, as scikit-learn's."""
-    from recommender.index_features import count_words, fit_counts, word_counter
-
+def _conference_texts(n_papers: int) -> list[str]:
+    """The texts of the first ``n_papers`` papers of a few conferences, and the awkward ones."""
     papers = []
     for name in ("icml2019", "nips2018", "iclr2018", "cvpr2019", "nips2017", "cvpr2018"):
         if len(papers) < n_papers:
             papers += connectors.load(require(CONFERENCES / f"{name}.jsonl.gz"))
-    texts = [paper.text for paper in papers[:n_papers]] + AWKWARD_TEXTS
-    assert len(texts) == n_papers + len(AWKWARD_TEXTS)
-    counts, terms = count_words(texts, n_papers=len(texts))
-    expected, expected_terms = fit_counts(word_counter(n_papers=len(texts)), texts)
-    assert terms == expected_terms
+    assert len(papers) >= n_papers
+    return [paper.text for paper in papers[:n_papers]] + AWKWARD_TEXTS
+
+
+def _assert_same_counts(counts: sparse.csr_matrix, expected: sparse.csr_matrix) -> None:
     assert counts.dtype == expected.dtype == np.float32 and counts.shape == expected.shape
     np.testing.assert_array_equal(counts.indptr, expected.indptr)
     np.testing.assert_array_equal(counts.indices, expected.indices)
     np.testing.assert_array_equal(counts.data, expected.data)
+
+
+# From 5,000 papers a term must be in 2 of them; words in more than 90% are left out from 10.
+@pytest.mark.parametrize("kind, n_papers", [("word", 9), ("word", 400), ("word", 5200), ("char", 400), ("char", 5200)])
+def test_collection_counts_made_with_numpy_are_the_vectorisers(kind, n_papers):
+    """The index builder's word and character counts and terms, limits included, as scikit-learn's."""
+    from recommender.index_features import char_counter, count_chars, count_words, fit_counts, word_counter
+
+    count, counter = (count_words, word_counter) if kind == "word" else (count_chars, char_counter)
+    texts = _conference_texts(n_papers)
+    counts, terms = count(texts, n_papers=len(texts))
+    expected, expected_terms = fit_counts(counter(n_papers=len(texts)), texts)
+    assert terms == expected_terms
+    _assert_same_counts(counts, expected)
     with pytest.raises(ValueError):
-        count_words(["the of and", "a"], n_papers=2)
-
-
-@pytest.mark.parametrize("n_papers", [400, 5200])  # every n-gram; from 5,000 those in 2 papers or more
-def test_collection_character_grams_counted_with_numpy_are_the_vectorisers(n_papers):
-    from recommender.index_features import char_counter, count_chars, fit_counts
-
-    papers = []
-    for name in ("icml2019", "nips2018", "iclr2018", "cvpr2019", "nips2017", "cvpr2018"):
-        if len(papers) < n_papers:
-            papers += connectors.load(require(CONFERENCES / f"{name}.jsonl.gz"))
-    texts = [paper.text for paper in papers[:n_papers]] + AWKWARD_TEXTS
-    counts, grams = count_chars(texts, n_papers=len(texts))
-    expected, expected_grams = fit_counts(char_counter(n_papers=len(texts)), texts)
-    assert grams == expected_grams and counts.shape == expected.shape and counts.dtype == expected.dtype
-    np.testing.assert_array_equal(counts.indptr, expected.indptr)
-    np.testing.assert_array_equal(counts.indices, expected.indices)
-    np.testing.assert_array_equal(counts.data, expected.data)
+        count(["the of and", "a"] if kind == "word" else ["", " "], n_papers=2)
