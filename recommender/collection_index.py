@@ -26,13 +26,11 @@ from .char_grams import count_char_grams
 from .index_features import (ColumnNames, TopicRows, author_incidence, bm25_parameters, bm25_weights, count_words,
                              document_frequency_limits, embedder_id, feature_layout, fit_counts, fit_lsa, fold_accents,
                              idf_of, lsa_rows, smooth_idf, start_char_job, tfidf_rows, title_analyzer, title_counter,
-                             widen_columns, word_analyzer)
+                             widen_columns)
 from .paper import IDENTITY_RULE, Paper
 from .representations import Representations
 from .sparse_products import head_product
-from .text import STOP_WORDS
 from .word_counts import count_in_vocabulary
-from .word_grams import HashCollision, count_word_grams
 
 class _LazyBlocks(dict):
     """``Representations.blocks`` computed on first use: each model reads only some of them."""
@@ -81,9 +79,7 @@ class LibraryWeighting:
             columns, n_terms = self._char_columns(terms), len(self.char_terms)
         else:
             try:
-                counts, words = count_word_grams(texts, fold_accents, STOP_WORDS)
-            except HashCollision:  # never seen: the vectoriser's analyzer counts them
-                return count_in_vocabulary(texts, word_analyzer(), self._vocabulary("word"), min_df)
+                counts, words = count_words(texts, n_papers=1)  # one paper's limits: every term
             except ValueError:  # no text holds a term
                 counts, words = sparse.csr_matrix((len(texts), 0), dtype=np.float32), []
             vocabulary = self._vocabulary("word")

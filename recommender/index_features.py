@@ -84,15 +84,9 @@ def title_counter(vocabulary=None):
 
 
 @functools.lru_cache(maxsize=None)
-def word_analyzer():
-    """:func:`word_counter`'s analyzer, with the character counter's folding (the same terms as
-    ``strip_accents="unicode"``, faster)."""
-    return word_counter().set_params(preprocessor=fold_accents).build_analyzer()
-
-
-@functools.lru_cache(maxsize=None)
 def title_analyzer():
-    """:func:`title_counter`'s analyzer, folding as :func:`word_analyzer` does."""
+    """:func:`title_counter`'s analyzer, with the character counter's folding (the same terms as
+    ``strip_accents="unicode"``, faster)."""
     return title_counter().set_params(preprocessor=fold_accents).build_analyzer()
 
 
