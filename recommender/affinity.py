@@ -23,7 +23,6 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
-from sklearn.preprocessing import normalize
 
 from . import partitioned_scoring as steps
 from .collection_index import CollectionIndex, LibraryWeighting
@@ -31,6 +30,7 @@ from .index_features import author_incidence
 from .hybrid import HybridModel
 from .paper import Paper
 from .partitioned_index import PartitionedIndex
+from .sparse_products import normalize_rows
 
 # Rows per partition: a partition's blocks are rows × library columns float64 (50,000 × 256: 100 MB).
 PARTITION_ROWS = 50_000
@@ -228,8 +228,8 @@ class AffinityScorer:
         centroids = functools.reduce(operator.add, sums, chosen_own.tocsr() @ library_vectors)
         inverse_k = np.where(k_of > 0, 1.0 / np.maximum(k_of, 1), 0.0)[library.profile_of]
         weights = np.where(k_of > 0, self.model.feedback_weight / sizes, 0.0)[library.profile_of]
-        centroids = normalize(sparse.csr_matrix(sparse.diags(inverse_k) @ centroids))
-        return normalize(sparse.csr_matrix(library_vectors) + sparse.diags(weights) @ centroids)
+        centroids = normalize_rows(sparse.csr_matrix(sparse.diags(inverse_k) @ centroids))
+        return normalize_rows(sparse.csr_matrix(library_vectors) + sparse.diags(weights) @ centroids)
 
     def _ranked(self, name: str, ids: np.ndarray, scores: np.ndarray) -> ProfileScores:
         rows = np.flatnonzero(~np.isnan(scores))

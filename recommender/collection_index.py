@@ -20,9 +20,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator
 
 from .char_grams import count_char_grams
+from .estimator import Estimator
 from .index_features import (ColumnNames, TopicRows, author_incidence, bm25_parameters, bm25_weights, count_words,
                              document_frequency_limits, embedder_id, feature_layout, fit_counts, fit_lsa, fold_accents,
                              idf_of, lsa_rows, smooth_idf, start_char_job, tfidf_rows, title_analyzer, title_counter,
@@ -352,7 +352,7 @@ class CollectionIndex(LibraryWeighting):
         return rep
 
 
-class CollectionIndexBuilder(BaseEstimator):
+class CollectionIndexBuilder(Estimator):
     """Fits a :class:`CollectionIndex` on a collection's papers.
 
     Parameters

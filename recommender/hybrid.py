@@ -39,14 +39,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator
-from sklearn.preprocessing import normalize
 
+from .estimator import Estimator
 from .model import Driver, TermExplainer
 from .paper import Paper
 from .representations import Representations
 from .signals import library_query_bm25
-from .sparse_products import SideBySide, dense_product, take_rows
+from .sparse_products import SideBySide, dense_product, normalize_rows, take_rows
 
 # Rows of a (rows x library papers) block handled at a time: 512 x 500 float64 is 2 MB, in cache.
 ROW_CHUNK = 512
@@ -173,13 +172,13 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
                                   shape=(n_library, len(chosen)))
     centroids = selection @ take_rows(vectors, chosen)
     if sparse.issparse(centroids):
-        expanded = normalize(sparse.csr_matrix(library) + feedback_weight * normalize(sparse.csr_matrix(centroids)))
+        expanded = normalize_rows(sparse.csr_matrix(library) + feedback_weight * normalize_rows(sparse.csr_matrix(centroids)))
     else:
-        expanded = normalize(np.asarray(library) + feedback_weight * normalize(np.asarray(centroids)))
+        expanded = normalize_rows(np.asarray(library) + feedback_weight * normalize_rows(np.asarray(centroids)))
     return dense_product(vectors, expanded, row_indices=candidate_rows)
 
 
-class HybridModel(TermExplainer, BaseEstimator):
+class HybridModel(TermExplainer, Estimator):
     """litrank's default ranker: lexical + dense similarity with pseudo-relevance feedback.
 
     Parameters

@@ -8,15 +8,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import warnings
 from typing import Sequence
 
 import numpy as np
 from scipy import sparse
-from sklearn.preprocessing import normalize
 
 from .paper import Paper
 from .representations import author_key, run_aside
+from .sparse_products import normalize_rows
 from .text import STOP_WORDS, strip_accents
 
 # Everything that decides what an index's numbers mean. An index built under another layout
@@ -83,11 +84,23 @@ def title_counter(vocabulary=None):
     return CountVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, vocabulary=vocabulary, dtype=np.float32)
 
 
+# title_counter's token pattern (scikit-learn's default).
+_TITLE_TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
+
+
 @functools.lru_cache(maxsize=None)
 def title_analyzer():
-    """:func:`title_counter`'s analyzer, with the character counter's folding (the same terms as
-    ``strip_accents="unicode"``, faster)."""
-    return title_counter().set_params(preprocessor=fold_accents).build_analyzer()
+    """:func:`title_counter`'s analyzer with the character counter's folding (the same terms as
+    ``strip_accents="unicode"``, faster): tokens of two or more word characters, stop words
+    dropped. Written out rather than built by the vectoriser, so that ranking against an index
+    imports no scikit-learn; a test checks it gives the vectoriser's terms."""
+    stop_words = frozenset(STOP_WORDS)
+    findall = _TITLE_TOKEN_RE.findall
+
+    def analyze(text: str) -> list[str]:
+        return [token for token in findall(fold_accents(text)) if token not in stop_words]
+
+    return analyze
 
 
 def count_words(texts: list[str], n_papers: int) -> tuple[sparse.csr_matrix, list[str]]:
@@ -157,7 +170,7 @@ def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
     """Sublinear-tf TF-IDF rows, L2-normalised (scikit-learn's ``TfidfTransformer(sublinear_tf=True)``)."""
     rows = sparse.csr_matrix(counts, dtype=np.float32, copy=True)
     rows.data = (np.log(rows.data) + 1.0) * idf[rows.indices]
-    return normalize(rows)
+    return normalize_rows(rows)
 
 
 def bm25_parameters(unigram_counts: sparse.csr_matrix) -> tuple[np.ndarray, float]:
@@ -240,7 +253,7 @@ def fit_lsa(word_rows: sparse.csr_matrix, n_components: int, random_state: int =
 
 def lsa_rows(word_rows, components: np.ndarray) -> np.ndarray:
     """Rows in the LSA topic space, unit length."""
-    return normalize(np.asarray(word_rows @ components.T, dtype=np.float32)).astype(np.float32)
+    return normalize_rows(np.asarray(word_rows @ components.T, dtype=np.float32)).astype(np.float32)
 
 
 class TopicRows:

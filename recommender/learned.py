@@ -13,8 +13,8 @@ from typing import Mapping, Sequence
 
 import lightgbm
 import numpy as np
-from sklearn.base import BaseEstimator
 
+from .estimator import Estimator
 from .paper import Paper
 from .representations import Representations
 from .signals import candidate_features
@@ -22,7 +22,7 @@ from .signals import candidate_features
 LIKED_LABEL = 2
 
 
-class LightGBMRanker(BaseEstimator):
+class LightGBMRanker(Estimator):
     """A deterministic ``lightgbm.LGBMRanker`` (lambdarank) with litrank's defaults.
 
     Parameters

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
-from sklearn.preprocessing import normalize
 
 from .paper import Paper
 from .representations import RepresentationBuilder, Representations
 from .signals import candidate_features, feature_names
-from .sparse_products import dense_product
+from .sparse_products import dense_product, normalize_rows
 
 if TYPE_CHECKING:
     from .learned import LightGBMRanker
@@ -74,7 +73,7 @@ class TermExplainer:
 
     def candidate_similarity(self, candidate_rows: np.ndarray) -> np.ndarray:
         """Cosine between candidates (for diversity), shape (len(rows), len(rows))."""
-        rows = normalize(self.rep_.vectors["lsa" if "lsa" in self.rep_.vectors else "word"][np.asarray(candidate_rows)])
+        rows = normalize_rows(self.rep_.vectors["lsa" if "lsa" in self.rep_.vectors else "word"][np.asarray(candidate_rows)])
         product = rows @ rows.T
         return product.toarray() if hasattr(product, "toarray") else np.asarray(product)
 

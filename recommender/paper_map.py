@@ -10,11 +10,12 @@ import math
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator
 from sklearn.cluster import KMeans
 from sklearn.decomposition import TruncatedSVD
 from sklearn.manifold import TSNE
-from sklearn.preprocessing import normalize
+
+from .estimator import Estimator
+from .sparse_products import normalize_rows
 
 # Below this many papers t-SNE has too few neighbours to mean anything; a PCA layout is honest.
 MIN_PAPERS_FOR_TSNE = 12
@@ -38,14 +39,14 @@ def topic_space(rep, rows: np.ndarray, dense_weight: float = 0.5) -> np.ndarray:
         n_components = max(1, min(50, min(words.shape) - 1))
         topics = TruncatedSVD(n_components, random_state=0).fit_transform(words) if min(words.shape) > 1 \
             else (words.toarray() if sparse.issparse(words) else np.asarray(words))
-    topics = normalize(topics)
+    topics = normalize_rows(topics)
     if "embedding" in rep.vectors:
-        dense = normalize(np.asarray(rep.vectors["embedding"][rows], dtype=np.float64))
+        dense = normalize_rows(np.asarray(rep.vectors["embedding"][rows], dtype=np.float64))
         topics = np.hstack([topics, math.sqrt(dense_weight) * dense])
     return topics
 
 
-class PaperMap(BaseEstimator):
+class PaperMap(Estimator):
     """Place papers on a plane and name its regions.
 
     Parameters

@@ -9,17 +9,19 @@ recomputing a single vector.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from scipy import sparse
-from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer, TfidfVectorizer
-from sklearn.preprocessing import normalize
 from threadpoolctl import threadpool_limits
 
 from . import background
 from .paper import Paper
+from .sparse_products import normalize_rows
 from .text import STOP_WORDS, strip_accents, words
+
+if TYPE_CHECKING:
+    from sklearn.feature_extraction.text import CountVectorizer
 
 
 def author_key(name: str) -> str:
@@ -86,6 +88,10 @@ class RepresentationBuilder:
 
     def build(self, papers: Sequence[Paper], n_library: int) -> Representations:
         """Representations of ``papers``, whose first ``n_library`` entries are the library."""
+        # Imported here: ranking against a collection index needs no vectoriser (see
+        # recommender.estimator on the cost of importing scikit-learn).
+        from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer, TfidfVectorizer
+
         texts = [paper.text for paper in papers]
         result = Representations(n_library=n_library)
         char_job = run_aside(char_ngrams, texts, n_papers=len(texts)) if self.use_char else None
@@ -109,7 +115,7 @@ class RepresentationBuilder:
             # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
             # OpenBLAS threads than on one (thread hand-off dominates at this size).
             with threadpool_limits(1, user_api="blas"):
-                result.vectors["lsa"] = normalize(svd.fit_transform(word_rows)).astype(np.float32)
+                result.vectors["lsa"] = normalize_rows(svd.fit_transform(word_rows)).astype(np.float32)
         titles = [_title_text(paper) for paper in papers]
         if any(titles):
             title = TfidfVectorizer(strip_accents="unicode", stop_words=STOP_WORDS, sublinear_tf=True, dtype=np.float32)
@@ -131,6 +137,8 @@ class RepresentationBuilder:
 
 def char_ngrams(texts: list[str]) -> sparse.csr_matrix:
     """Character 4-gram TF-IDF rows (within word boundaries), L2-normalised."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     char = TfidfVectorizer(analyzer="char_wb", ngram_range=(4, 4), strip_accents="unicode",
                            min_df=2 if len(texts) >= 200 else 1, sublinear_tf=True, dtype=np.float32)
     return char.fit_transform(texts)

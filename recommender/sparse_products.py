@@ -73,6 +73,41 @@ class SideBySide:
         return sparse.hstack([part[rows] * weight for part, weight in zip(self.parts, self.weights)], format="csr")
 
 
+def normalize_rows(matrix):
+    """Each row divided by its L2 norm, as ``sklearn.preprocessing.normalize(matrix)`` gives it
+    (bit for bit), without importing scikit-learn (see :mod:`recommender.estimator`).
+
+    Parameters
+    ----------
+    matrix : sparse matrix or array-like of shape (n, d)
+
+    Returns
+    -------
+    CSR matrix or ndarray of shape (n, d)
+        A new matrix, of ``matrix``'s float dtype (float64 for other dtypes); rows whose norm
+        is zero (dense: below 10 machine epsilons) are left as they are.
+    """
+    if sparse.issparse(matrix):
+        result = sparse.csr_matrix(matrix, dtype=_float_dtype(matrix.dtype), copy=True)
+        data = result.data
+        rows = np.repeat(np.arange(result.shape[0]), np.diff(result.indptr))
+        # As scikit-learn's loop: squares in the data's dtype, added in order in float64 (as
+        # bincount does), each entry divided in float64.
+        norms = np.sqrt(np.bincount(rows, weights=data * data, minlength=result.shape[0]))
+        norms[norms == 0] = 1.0
+        data[:] = data / norms[rows]
+        return result
+    result = np.array(matrix, dtype=_float_dtype(np.asarray(matrix).dtype))
+    norms = np.sqrt(np.einsum("ij,ij->i", result, result))
+    norms[norms < 10 * np.finfo(norms.dtype).eps] = 1.0
+    result /= norms[:, np.newaxis]
+    return result
+
+
+def _float_dtype(dtype) -> np.dtype:
+    return np.dtype(dtype) if np.dtype(dtype) in (np.float64, np.float32, np.float16) else np.dtype(np.float64)
+
+
 def take_rows(rows, which):
     """``rows[which]`` of a matrix, an ndarray or a :class:`SideBySide`."""
     return rows.take(which) if isinstance(rows, SideBySide) else rows[which]

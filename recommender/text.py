@@ -10,6 +10,32 @@ import unicodedata
 from functools import lru_cache
 
 
+# scikit-learn's English stop-word list (sklearn.feature_extraction.text.ENGLISH_STOP_WORDS,
+# BSD-3-Clause), held here so that counting words needs no scikit-learn import; a test checks
+# it still equals scikit-learn's, and an index records the list it was built with.
+ENGLISH_STOP_WORDS = frozenset("""
+    a about above across after afterwards again against all almost alone along already also although
+    always am among amongst amoungst amount an and another any anyhow anyone anything anyway
+    anywhere are around as at back be became because become becomes becoming been before beforehand
+    behind being below beside besides between beyond bill both bottom but by call can cannot cant co
+    con could couldnt cry de describe detail do done down due during each eg eight either eleven
+    else elsewhere empty enough etc even ever every everyone everything everywhere except few
+    fifteen fifty fill find fire first five for former formerly forty found four from front full
+    further get give go had has hasnt have he hence her here hereafter hereby herein hereupon hers
+    herself him himself his how however hundred i ie if in inc indeed interest into is it its itself
+    keep last latter latterly least less ltd made many may me meanwhile might mill mine more
+    moreover most mostly move much must my myself name namely neither never nevertheless next nine
+    no nobody none noone nor not nothing now nowhere of off often on once one only onto or other
+    others otherwise our ours ourselves out over own part per perhaps please put rather re same see
+    seem seemed seeming seems serious several she should show side since sincere six sixty so some
+    somehow someone something sometime sometimes somewhere still such system take ten than that the
+    their them themselves then thence there thereafter thereby therefore therein thereupon these
+    they thick thin third this those though three through throughout thru thus to together too top
+    toward towards twelve twenty two un under until up upon us very via was we well were what
+    whatever when whence whenever where whereafter whereas whereby wherein whereupon wherever
+    whether which while whither who whoever whole whom whose why will with within without would yet
+    you your yours yourself yourselves
+""".split())
 # Words every abstract uses whatever its topic; as features they only add noise, and as
 # explanations ("new state", "propose") they explain nothing.
 ACADEMIC_STOP_WORDS = frozenset("""
@@ -19,6 +45,8 @@ ACADEMIC_STOP_WORDS = frozenset("""
     proposed proposes prior recent recently result results set show shows significantly state study
     superior task tasks use used uses using various wide widely work works
 """.split())
+
+STOP_WORDS = sorted(ENGLISH_STOP_WORDS | ACADEMIC_STOP_WORDS)
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _DOI_PREFIX_RE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
@@ -215,15 +243,3 @@ def derive_title(abstract: str) -> str:
     if len(contribution.split()) >= 3:
         return truncate(contribution, MAX_DERIVED_TITLE)
     return truncate(_clause(text), MAX_DERIVED_TITLE)
-
-
-def __getattr__(name: str):
-    # STOP_WORDS needs scikit-learn's English list: imported on first use, so that commands
-    # which never build features (`litrank --help`, `config`, `cache`, `feedback`) start fast.
-    if name == "STOP_WORDS":
-        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-        value = sorted(ENGLISH_STOP_WORDS | ACADEMIC_STOP_WORDS)
-        globals()["STOP_WORDS"] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
