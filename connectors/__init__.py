@@ -69,7 +69,7 @@ def _module(format_name: str):
         raise UnsupportedFormatError(f"unknown format {format_name!r}; {_supported()}") from None
 
 
-def load(source: str | Path, format: str | None = None) -> list[Paper]:
+def load(source: str | Path, format: str | None = None, processes: int = 1) -> list[Paper]:
     """Load the papers of one source: a file or a directory.
 
     Parameters
@@ -79,6 +79,9 @@ def load(source: str | Path, format: str | None = None) -> list[Paper]:
         loaded (hidden files skipped, in name order) and papers seen twice are kept once.
     format : str, optional
         One of :data:`FORMATS`; overrides detection from the extension.
+    processes : int, default=1
+        A large BibTeX file is parsed in this many processes at once (see
+        :func:`connectors.bibtex.load`); other formats read in one.
 
     Raises
     ------
@@ -113,14 +116,14 @@ def load(source: str | Path, format: str | None = None) -> list[Paper]:
 
         return zotero_sqlite.load(path)
     if path.is_dir():
-        return _load_directory(path, format)
+        return _load_directory(path, format, processes)
     if not path.exists():
         raise SourceError(f"{source}: no such file or directory")
-    format_name = format or detect_format(path)
-    return _module(format_name).load(path)
+    module = _module(format or detect_format(path))
+    return module.load(path, processes) if module is bibtex else module.load(path)
 
 
-def _load_directory(directory: Path, format: str | None) -> list[Paper]:
+def _load_directory(directory: Path, format: str | None, processes: int) -> list[Paper]:
     files = []
     for path in sorted(directory.rglob("*")):
         relative = path.relative_to(directory)
@@ -137,18 +140,19 @@ def _load_directory(directory: Path, format: str | None) -> list[Paper]:
         raise SourceError(f"{directory}: no supported files in this directory; {_supported()}")
     papers: list[Paper] = []
     for path in files:
-        papers.extend(load(path, format))
+        papers.extend(load(path, format, processes))
     unique = list(deduplicate(papers))
     if len(unique) < len(papers):
         log.info("%s: %d papers appear in more than one file; kept once", directory, len(papers) - len(unique))
     return unique
 
 
-def load_many(sources: Iterable[str | Path], format: str | None = None) -> list[Paper]:
-    """Load several sources and keep each distinct paper once (first occurrence wins)."""
+def load_many(sources: Iterable[str | Path], format: str | None = None, processes: int = 1) -> list[Paper]:
+    """Load several sources (see :func:`load`) and keep each distinct paper once (first
+    occurrence wins)."""
     papers: list[Paper] = []
     for source in sources:
-        papers.extend(load(source, format))
+        papers.extend(load(source, format, processes))
     return list(deduplicate(papers))
 
 

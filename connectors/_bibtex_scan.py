@@ -38,6 +38,9 @@ _EMPTY_ENTRY_RE = re.compile(r"\s*@\s*([A-Za-z]+)\s*[{(]\s*([^\s,{}()\"#%'=]+)\s
 
 # A quarter megabyte of text per bibtexparser call: pyparsing needs ~50x that while it runs (see chunks).
 CHUNK_CHARS = 1 << 18
+# Below this much text a second process costs more than it saves (bibtexparser reads about
+# 0.7 MB a second; starting a process and sending back its entries takes some 30 ms).
+PARALLEL_MIN_CHARS = 1 << 17
 
 
 @dataclass
@@ -91,6 +94,14 @@ class Scanner:
             if self._frozen:
                 gc.unfreeze()
             self._frozen = False
+
+    def absorb(self, later: "Scanner") -> None:
+        """Take in what ``later`` found in the text that follows this scanner's (its macros
+        override this one's, as a later definition in the file does)."""
+        self.entries.extend(later.entries)
+        self.strings.update(later.strings)
+        self.stray.extend(later.stray)
+        self.broken += later.broken
 
     def line(self, pos: int) -> int:
         """The file line of position ``pos`` of the current chunk."""
@@ -175,13 +186,49 @@ class Scanner:
         return name
 
 
-def chunks(pieces: Iterable[str], chunk_chars: int = CHUNK_CHARS) -> Iterator[tuple[str, int]]:
-    """Cut a text, given in pieces of any size, into chunks of about ``chunk_chars``, each
+def scan(pieces: Iterable[str], source: str, processes: int = 1) -> Scanner:
+    """A :class:`Scanner` that has read the whole text, given in pieces, chunk by chunk.
+
+    With ``processes`` > 1 and ``PARALLEL_MIN_CHARS`` or more of text, the text is cut into
+    that many parts where a line starts an entry and the parts are read at once, all but the
+    first in forked processes: the same entries, macros and warnings, in the same order.
+    """
+    if processes > 1:
+        text = "".join(pieces)
+        if len(text) >= PARALLEL_MIN_CHARS:
+            return _scan_in_parts(text, source, processes)
+        pieces = [text]
+    return _scan_part(pieces, 1, source)
+
+
+def _scan_part(pieces: Iterable[str], first_line: int, source: str) -> Scanner:
+    scanner = Scanner(source)
+    with scanner.parsing():
+        for chunk, line in chunks(pieces):
+            scanner.feed(chunk, first_line + line - 1)
+    return scanner
+
+
+def _scan_in_parts(text: str, source: str, processes: int) -> Scanner:
+    from recommender.background import run_aside
+
+    parts = list(chunks([text], -(-len(text) // processes)))
+    later = [run_aside(_scan_part, [part], first_line, source) for part, first_line in parts[1:]]
+    scanner = _scan_part([parts[0][0]], 1, source)
+    for result in later:
+        scanner.absorb(result())  # its warnings are logged here, after the earlier parts'
+    return scanner
+
+
+def chunks(pieces: Iterable[str], chunk_chars: int | None = None) -> Iterator[tuple[str, int]]:
+    """Cut a text, given in pieces of any size, into chunks of about ``chunk_chars`` (default
+    ``CHUNK_CHARS``), each
     ending where a line starts an entry (so no entry is cut), with the line each starts on.
 
     pyparsing's results for one chunk are dropped before the next is parsed: a large file
     parses in linear time and in memory that does not grow with pyparsing's bookkeeping.
     """
+    chunk_chars = chunk_chars or CHUNK_CHARS
     buffer, offset, first_line = "", 0, 1
     for piece in pieces:
         buffer = buffer[offset:] + piece  # what is left of the last piece, then this one

@@ -44,7 +44,7 @@ from bibtexparser.bibdatabase import COMMON_STRINGS
 from recommender.paper import Paper
 from recommender.text import find_arxiv_id, normalize_doi
 
-from ._bibtex_scan import CONTAINER_TYPES, Scanner, chunks, resolve_crossrefs
+from ._bibtex_scan import CONTAINER_TYPES, resolve_crossrefs, scan
 from ._io import atomic_write_text, iter_text
 # Re-exported: callers write BibTeX through this module, keys included.
 from .citation_keys import DEFAULT_KEY_STYLE, KEY_STYLES, citation_keys, detect_key_style, existing_key
@@ -159,17 +159,18 @@ def loads(text: str, source: str = "<string>") -> list[Paper]:
     return _parse([text], source)
 
 
-def load(path: Path) -> list[Paper]:
-    """Read a ``.bib`` file (optionally gzip-compressed, any common encoding), a piece at a time."""
-    return _parse(iter_text(Path(path)), str(path))
+def load(path: Path, processes: int = 1) -> list[Paper]:
+    """Read a ``.bib`` file (optionally gzip-compressed, any common encoding), a piece at a time.
+
+    ``processes`` > 1: a file of some size is read in that many parts at once (forked
+    processes, when the machine has a second core), with the same result.
+    """
+    return _parse(iter_text(Path(path)), str(path), processes)
 
 
-def _parse(pieces: Iterable[str], source: str) -> list[Paper]:
-    scanner = Scanner(source)
+def _parse(pieces: Iterable[str], source: str, processes: int = 1) -> list[Paper]:
     try:
-        with scanner.parsing():
-            for chunk, first_line in chunks(pieces):
-                scanner.feed(chunk, first_line)
+        scanner = scan(pieces, source, processes)
     except RecursionError:
         raise SourceError(f"{source}: braces nested too deeply to parse") from None
     raws = scanner.entries

@@ -75,7 +75,8 @@ def start_loading(sources: tuple[str, ...], format: str | None, default, descrip
             and sum(os.path.getsize(source) for source in sources) >= ASIDE_MIN_BYTES):
         from .background import run_aside
 
-        parsing = run_aside(connectors.load_many, sources, format)
+        # Two processes parse a large BibTeX file in halves while this one reads the index.
+        parsing = run_aside(connectors.load_many, sources, format, 2)
         return lambda: load_sources(sources, format, default, description, role, parsing)
     result = load_sources(sources, format, default, description, role)
     return lambda: result

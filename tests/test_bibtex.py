@@ -423,15 +423,15 @@ def test_latex_to_text(latex, text):
 
 # --- large files: read a chunk at a time -------------------------------------------------------
 
-def _load_in_chunks(path: Path, chunk_chars: int, monkeypatch, caplog):
+def _load_in_chunks(path: Path, chunk_chars: int, monkeypatch, caplog, processes: int = 1):
     from connectors import _bibtex_scan, _io
 
     monkeypatch.setattr(_bibtex_scan, "CHUNK_CHARS", chunk_chars)
+    monkeypatch.setattr(_bibtex_scan, "PARALLEL_MIN_CHARS", 1)  # any file is read in parts
     monkeypatch.setattr(_io, "READ_BYTES", max(64, chunk_chars // 3))
-    monkeypatch.setattr(bibtex, "chunks", lambda pieces: _bibtex_scan.chunks(pieces, chunk_chars))
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="litrank"):
-        papers = bibtex.load(path)
+        papers = bibtex.load(path, processes)
     return papers, warnings(caplog)
 
 
@@ -447,6 +447,37 @@ def test_tiny_chunks_read_the_same_papers_and_name_the_same_lines(name, monkeypa
     assert small_warnings == whole_warnings
     if name == "broken-library.bib":
         assert any(":44: entry 'rombach2022high'" in w for w in small_warnings)
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+@pytest.mark.parametrize("name", ["broken-library.bib", "hard-cases.bib", "biber-examples.bib", "crossref_cascading.bib",
+                                  "article_with_strings.bib", "traps.bib"])
+def test_a_file_read_in_parts_by_several_processes_reads_as_one(name, processes, monkeypatch, caplog):
+    """Parts parsed in forked processes: the same papers, @string macros and crossrefs across
+    parts, and the same warnings with the same lines in the same order."""
+    from recommender.background import spare_core
+
+    path = DATA / name if (DATA / name).exists() else shared(name)
+    whole, whole_warnings = _load_in_chunks(path, 1 << 30, monkeypatch, caplog)
+    for chunk_chars in (1 << 30, 300):
+        parts, parts_warnings = _load_in_chunks(path, chunk_chars, monkeypatch, caplog, processes)
+        assert [dataclasses.asdict(p) for p in parts] == [dataclasses.asdict(p) for p in whole]
+        assert parts_warnings == whole_warnings
+    if name == "broken-library.bib":
+        assert any(":44: entry 'rombach2022high'" in w for w in parts_warnings)
+    if not spare_core():
+        pytest.skip("one core: the parts were read one after the other (same result, checked above)")
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_file_too_deeply_nested_for_the_parser_is_refused_whole_or_in_parts(processes, tmp_path, monkeypatch):
+    from connectors import SourceError, _bibtex_scan
+
+    monkeypatch.setattr(_bibtex_scan, "PARALLEL_MIN_CHARS", 1)
+    path = tmp_path / "deep.bib"
+    path.write_text("@misc{a, title = {fine}}\n\n" * 50 + "@misc{b, title = " + "{" * 5000 + "}" * 5000 + "}\n")
+    with pytest.raises(SourceError, match="deep.bib: braces nested too deeply to parse"):
+        bibtex.load(path, processes=processes)
 
 
 def test_chunks_end_only_where_a_line_starts_an_entry():
