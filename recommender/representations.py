@@ -9,6 +9,7 @@ recomputing a single vector.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -22,6 +23,7 @@ from .paper import Paper
 from .text import STOP_WORDS, strip_accents, words
 
 
+@lru_cache(maxsize=1 << 16)  # (a collection names the same authors again and again)
 def author_key(name: str) -> str:
     """Normalised author name: accents folded, lower case, punctuation as spaces."""
     return " ".join(words(strip_accents(name)))
