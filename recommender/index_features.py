@@ -151,7 +151,7 @@ def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
     """Sublinear-tf TF-IDF rows, L2-normalised (scikit-learn's ``TfidfTransformer(sublinear_tf=True)``)."""
     rows = sparse.csr_matrix(counts, dtype=np.float32, copy=True)
     rows.data = (np.log(rows.data) + 1.0) * idf[rows.indices]
-    return normalize(rows)
+    return normalize(rows) if rows.shape[0] else rows  # (normalize refuses no rows)
 
 
 def bm25_parameters(unigram_counts: sparse.csr_matrix) -> tuple[np.ndarray, float]:
