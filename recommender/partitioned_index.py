@@ -6,10 +6,11 @@ collection cut into partitions, in two map steps and one reduce:
 
 1. each partition is tokenised (word uni+bigrams, character 4-grams, authors) with no
    vocabulary limits, and sends back its terms with their document frequencies (and, for
-   BM25, their total counts); its count matrices stay where they were made;
-2. here, the terms' document frequencies are summed over the partitions and the builder's
-   rules applied to the sums (:func:`~recommender.collection_index.document_frequency_limits`),
-   which gives the one-process vocabulary, IDF and BM25 statistics exactly;
+   BM25, their total counts), word terms as numbers (its distinct words and, per term, the
+   places of its two words); its count matrices stay where they were made;
+2. here (:mod:`recommender.partition_terms`), the terms' document frequencies are summed
+   over the partitions and the builder's rules applied to the sums
+   (:func:`~recommender.collection_index.document_frequency_limits`), which gives the one-process vocabulary, IDF and BM25 statistics exactly;
 3. each partition maps its local columns onto that vocabulary and keeps its rows
    as counts (:class:`CompactPart`).
 

@@ -42,17 +42,13 @@ class CodePoints:
         return len(self.starts) - 1
 
 
-def _character_table(codes: np.ndarray, matches: Callable[[str], bool]) -> np.ndarray:
-    """A boolean table over code points: ``matches(chr(code))`` for every code point in ``codes``
-    (all 128 ASCII ones are classified, and only the others found in the texts)."""
+def _word_table(codes: np.ndarray) -> np.ndarray:
+    """Which code points ``\\w`` matches (the regular expression itself decides, per distinct one)."""
+    # Most characters are ASCII: all 128 are classified, and only the others found in the texts.
     present = np.concatenate([np.arange(128), np.unique(codes[codes >= 128])]).astype(np.int64)
     table = np.zeros(int(present[-1]) + 1, dtype=bool)
-    table[present] = [matches(chr(code)) for code in present.tolist()]
+    table[present] = [_WORD_CHARACTER.match(chr(code)) is not None for code in present.tolist()]
     return table
-
-
-def _is_word_character(character: str) -> bool:
-    return _WORD_CHARACTER.match(character) is not None
 
 
 @dataclass
@@ -72,17 +68,11 @@ class WordGrams:
         return [words[a] if b < 0 else words[a] + " " + words[b]
                 for a, b in zip(self.first.tolist(), self.second.tolist())]
 
-    def select(self, kept: np.ndarray) -> "WordGrams":
-        """Only the terms (columns) where ``kept`` is true."""
-        counts = sparse.csr_matrix(self.counts[:, kept])
-        counts.sort_indices()
-        return WordGrams(counts, self.words, self.first[kept], self.second[kept])
-
 
 def _tokens(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, length) of every maximal run of two or more word characters, and the word
     characters present (sorted code points)."""
-    table = _character_table(codes, _is_word_character)
+    table = _word_table(codes)
     seen = np.zeros(len(table), dtype=bool)
     seen[codes] = True
     alphabet = np.flatnonzero(seen & table).astype(np.uint32)

@@ -49,6 +49,7 @@ def test_words_are_the_runs_of_letters_and_digits_the_regular_expression_finds()
     of them, each between two letters) and for mixed texts."""
     pattern = re.compile(r"[^\W_]+")
     every = "".join(f"a{chr(code)}b " for code in range(sys.maxunicode + 1) if not 0xD800 <= code < 0xE000)
-    texts = [every, "x_y __ 12 ab\u0301c ²³ a-b-c", "Ünïcödé naïve café — 𝒪(n) ∀x ∈ ℝ", "ÀB a\u0301 ﬁne Ⅻ", "", " \t"]
+    texts = [every, "x_y __ 12 ab\u0301c ²³ a-b-c", "Ünïcödé naïve café — 𝒪(n) ∀x ∈ ℝ", "ÀB a\u0301 ﬁne Ⅻ",
+             "", " \t"]
     for text in texts:
         assert words(text) == pattern.findall(strip_accents(text).lower())
