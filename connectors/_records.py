@@ -47,7 +47,9 @@ def _split_list(value: Any, separators: str) -> list[str]:
     if isinstance(value, (list, tuple)):
         items = []
         for item in value:
-            if isinstance(item, Mapping):  # Zotero-style creator objects
+            if isinstance(item, str):  # (the common case, tested first: a Mapping test costs ~1 µs)
+                items.append(item)
+            elif isinstance(item, Mapping):  # Zotero-style creator objects
                 name = item.get("name") or " ".join(
                     part for part in (item.get("firstName"), item.get("lastName")) if part
                 )
@@ -70,7 +72,7 @@ def _as_bool(value: Any) -> bool:
 
 def paper_from_record(record: Mapping[str, Any], source: str, position: str) -> Paper:
     """Build a Paper from one flat record; ``position`` ("line 12", "row 3") is for messages."""
-    if not isinstance(record, Mapping):
+    if not isinstance(record, (dict, Mapping)):
         raise SourceError(f"{source}: {position}: expected an object with paper fields, got {type(record).__name__}")
     title = str(_first(record, "title") or "").strip()
     abstract = str(_first(record, "abstract") or "").strip()

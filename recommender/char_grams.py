@@ -8,22 +8,19 @@ texts' code points and returns the same matrix and the same sorted n-grams.
 """
 from __future__ import annotations
 
-import re
 from typing import Callable, Sequence
 
 import numpy as np
 from scipy import sparse
 
 N = 4
-# scikit-learn's _VectorizerMixin._white_spaces, applied before splitting into words.
-_WHITE_SPACES = re.compile(r"\s\s+")
 _SPACE = ord(" ")
 _TEXT_BATCH = 2000
 
 
 def _padded_words(text: str) -> str:
     """The text's words, each padded with spaces, written one after the other."""
-    words = _WHITE_SPACES.sub(" ", text).split()
+    words = text.split()  # (the vectoriser first makes runs of whitespace one space: the same words)
     return " " + "  ".join(words) + " " if words else ""
 
 
@@ -31,8 +28,9 @@ def _window_keys(codes: np.ndarray, ranks: np.ndarray, text_of: np.ndarray, bits
     """The keys (ranks of the four characters, ``bits`` each) of the windows of ``codes`` (whole
     padded texts joined by double spaces) that stay within one padded word, and their texts."""
     n_windows = max(len(codes) - N + 1, 0)
-    shift = np.uint64(bits)
-    keys = np.zeros(n_windows, dtype=np.uint64)
+    key_type = np.uint32 if bits * N <= 32 else np.uint64  # (half the memory to go through)
+    shift = key_type(bits)
+    keys = np.zeros(n_windows, dtype=key_type)
     for offset in range(N):
         keys <<= shift
         keys |= ranks[offset: offset + n_windows]
@@ -45,23 +43,25 @@ def _window_keys(codes: np.ndarray, ranks: np.ndarray, text_of: np.ndarray, bits
     is_space = codes == _SPACE
     one_letter = np.flatnonzero(is_space[:-2] & ~is_space[1:-1] & is_space[2:])
     if len(one_letter):
-        space = np.uint64(_SPACE + 1)  # the space is ASCII: its rank is its code + 1
-        letters = ranks[one_letter + 1].astype(np.uint64)
+        space = key_type(_SPACE + 1)  # the space is ASCII: its rank is its code + 1
+        letters = ranks[one_letter + 1].astype(key_type)
         keys = np.concatenate([keys, ((((space << shift) | letters) << shift) | space) << shift])
         window_text = np.concatenate([window_text, text_of[one_letter]])
     return keys, window_text
 
 
 def _counted(keys: np.ndarray, window_text: np.ndarray, text_bits: int):
-    """``(gram keys, texts, counts, distinct grams)`` of a batch's windows, ordered by gram then
-    text: one sort of (gram, text) pairs packed in 64 bits, whose runs are the counts."""
-    entries = np.sort((keys << np.uint64(text_bits)) | window_text.astype(np.uint64))
+    """``(gram numbers, texts, counts, distinct grams)`` of a batch's windows, ordered by gram
+    then text (a gram's number: its place in the batch's distinct grams): one sort of (gram,
+    text) pairs packed in 64 bits, whose runs are the counts."""
+    entries = np.sort((keys.astype(np.uint64) << np.uint64(text_bits)) | window_text.astype(np.uint64))
     new = np.flatnonzero(np.diff(entries, prepend=np.uint64(0)) != 0)  # (no entry is 0: a gram has characters)
     counts = np.diff(np.append(new, len(entries))).astype(np.float32)
     entries = entries[new]
     entry_keys = entries >> np.uint64(text_bits)
     entry_text = (entries & np.uint64((1 << text_bits) - 1)).astype(np.int32)
-    return entry_keys, entry_text, counts, entry_keys[np.diff(entry_keys, prepend=np.uint64(0)) != 0]
+    new_gram = np.diff(entry_keys, prepend=np.uint64(0)) != 0
+    return (np.cumsum(new_gram, dtype=np.int32) - 1).astype(np.int32), entry_text, counts, entry_keys[new_gram]
 
 
 def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> tuple[sparse.csr_matrix, np.ndarray]:
@@ -86,9 +86,10 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> 
         return sparse.csr_matrix(counter.fit_transform(texts)), counter.get_feature_names_out().astype(f"<U{N}")
     rank_of = np.zeros(int(alphabet[-1]) + 1, dtype=np.uint16)
     rank_of[alphabet] = np.arange(1, len(alphabet) + 1)
-    # Bits per character: 9 for up to 511 distinct characters (a key then leaves room for the
-    # text's number beside it, and one sort counts everything), else 16.
-    bits = 9 if len(alphabet) < 1 << 9 else 16
+    # Bits per character: 8 for up to 255 distinct characters (a key is 32 bits), 9 for up to
+    # 511 (a key then still leaves room for the text's number beside it, and one sort counts
+    # everything), else 16.
+    bits = 8 if len(alphabet) < 1 << 8 else 9 if len(alphabet) < 1 << 9 else 16
     # Texts a batch at a time, each batch counted on its own: the per-character arrays stay
     # small (cache-sized, and a partition of 25,000 abstracts peaks at half the memory).
     text_starts = np.cumsum([0] + [len(p) + 2 for p in padded])
@@ -103,12 +104,15 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> 
         if packed:
             pieces.append(_counted(keys, window_text, text_bits))
         else:  # (more than 511 distinct characters: counted once all are found)
-            pieces.append((keys, window_text, np.ones(len(keys), dtype=np.float32), np.unique(keys)))
+            distinct = np.unique(keys)
+            pieces.append((np.searchsorted(distinct, keys).astype(np.int32), window_text,
+                           np.ones(len(keys), dtype=np.float32), distinct))
     del codes
-    entry_keys, entry_text, values = (np.concatenate([piece[i] for piece in pieces]) for i in range(3))
     grams = np.unique(np.concatenate([piece[3] for piece in pieces]))
+    # A batch's gram numbers to columns: the batch's distinct grams looked up, not each entry's.
+    columns = np.concatenate([np.searchsorted(grams, piece[3]).astype(np.int32)[piece[0]] for piece in pieces])
+    entry_text, values = (np.concatenate([piece[i] for piece in pieces]) for i in (1, 2))
     del pieces
-    columns = np.searchsorted(grams, entry_keys)
     # A batch's counts are in gram order: CSR conversion keeps that order within each row.
     counts = sparse.coo_matrix((values, (entry_text, columns)), shape=(len(texts), len(grams))).tocsr()
     counts.sum_duplicates()

@@ -9,7 +9,6 @@ import functools
 import hashlib
 import json
 import re
-import warnings
 from typing import Sequence
 
 import numpy as np
@@ -105,16 +104,11 @@ def title_analyzer():
 
 def count_words(texts: list[str], n_papers: int) -> tuple[sparse.csr_matrix, list[str]]:
     """``fit_counts(word_counter(n_papers=n_papers), texts)``: the same counts and terms, counted
-    with numpy (:func:`~recommender.word_grams.count_word_grams`, about 3x faster), the
+    with numpy (:func:`~recommender.word_grams.count_word_grams`, several times faster), the
     vocabulary limits applied as the vectoriser applies them. ValueError when no term is left."""
-    from .word_grams import HashCollision, count_word_grams
+    from .word_grams import count_word_grams
 
-    try:
-        counts, terms = count_word_grams(texts, fold_accents, STOP_WORDS)
-    except HashCollision:  # never seen; the vectoriser then counts these texts
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return fit_counts(word_counter(n_papers=n_papers), texts)
+    counts, terms = count_word_grams(texts, fold_accents, STOP_WORDS)
     min_df, max_df = document_frequency_limits("word", n_papers)
     document_frequency = np.bincount(counts.indices, minlength=len(terms))
     kept = (document_frequency >= min_df) & (document_frequency <= max_df * len(texts))

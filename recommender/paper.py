@@ -96,7 +96,7 @@ class Paper:
         if title:
             keys.append(f"title:{title}|{self.first_author_surname}")
         # Short abstracts ("No abstract available.") are placeholders, not identities.
-        if len(self.abstract.split()) >= MIN_ABSTRACT_WORDS_FOR_IDENTITY:
+        if len(self.abstract.split(maxsplit=MIN_ABSTRACT_WORDS_FOR_IDENTITY)) >= MIN_ABSTRACT_WORDS_FOR_IDENTITY:
             keys.append(f"abstract:{abstract_fingerprint(self.abstract)}")
         return keys
 

@@ -6,10 +6,11 @@ collection cut into partitions, in two map steps and one reduce:
 
 1. each partition is tokenised (word uni+bigrams, character 4-grams, authors) with no
    vocabulary limits, and sends back its terms with their document frequencies (and, for
-   BM25, their total counts); its count matrices stay where they were made;
-2. here, the terms' document frequencies are summed over the partitions and the builder's
-   rules applied to the sums (:func:`~recommender.collection_index.document_frequency_limits`),
-   which gives the one-process vocabulary, IDF and BM25 statistics exactly;
+   BM25, their total counts), word terms as numbers (its distinct words and, per term, the
+   places of its two words); its count matrices stay where they were made;
+2. here (:mod:`recommender.partition_terms`), the terms' document frequencies are summed
+   over the partitions and the builder's rules applied to the sums
+   (:func:`~recommender.collection_index.document_frequency_limits`), which gives the one-process vocabulary, IDF and BM25 statistics exactly;
 3. each partition maps its local columns onto that vocabulary and keeps its rows
    as counts (:class:`CompactPart`).
 
@@ -21,16 +22,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from itertools import compress
 from typing import Callable, Sequence
 
 import numpy as np
 from scipy import sparse
 
 from .collection_index import LibraryWeighting
-from .index_features import (author_incidence, bm25_parameters_of, bm25_weights, count_chars, count_words,
-                             document_frequency_limits, embedder_id, idf_of, tfidf_rows)
+from .index_features import (author_incidence, bm25_parameters_of, bm25_weights, count_chars, embedder_id,
+                             fold_accents, idf_of, tfidf_rows)
 from .paper import Paper
+from .partition_terms import TermCounts, WordTermCounts
 
 
 @dataclass
@@ -85,15 +86,32 @@ class PartitionedIndex:
 # ------------------------------------------------------------------------------ map steps
 
 
-def _local_counts(kind: str, texts: list[str]):
-    """Counts of a partition with its own (unlimited) vocabulary: (csr, terms, df, total counts)."""
-    count = count_chars if kind == "char" else count_words  # numpy's counting, the vectorisers' numbers
+def _local_words(texts: list[str]):
+    """A partition's word counts with its own (unlimited) vocabulary, its terms as numbers
+    (see :class:`~recommender.partition_terms.WordTermCounts`): (csr, (words, first, second,
+    df, total counts))."""
+    from .text import STOP_WORDS
+    from .word_grams import CodePoints, word_grams
+
     try:
-        counts, terms = count(texts, n_papers=1)  # one paper's limits: every term
+        grams = word_grams(CodePoints(texts, fold_accents), STOP_WORDS)
     except ValueError:  # only stop words here: no terms, which other partitions may still have
-        return sparse.csr_matrix((len(texts), 0), dtype=np.float32), [], np.zeros(0, np.int64), np.zeros(0)
-    df = np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.int64)
-    return counts, terms, df, np.asarray(counts.sum(axis=0), dtype=np.float64).ravel()
+        none = np.zeros(0, np.int64)
+        return sparse.csr_matrix((len(texts), 0), dtype=np.float32), ([], none, none, none, np.zeros(0))
+    counts = grams.counts
+    # 32-bit numbers: half the bytes to send (a partition's words and counts fit them).
+    df = np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.int32)
+    totals = np.bincount(counts.indices, weights=counts.data, minlength=counts.shape[1]).astype(np.int32)
+    return counts, (grams.words, grams.first.astype(np.int32), grams.second.astype(np.int32), df, totals)
+
+
+def _local_chars(texts: list[str]):
+    """A partition's character n-gram counts with its own vocabulary: (csr, (n-grams, df, None))."""
+    try:
+        counts, terms = count_chars(texts, n_papers=1)  # one paper's limits: every n-gram
+    except ValueError:
+        return sparse.csr_matrix((len(texts), 0), dtype=np.float32), ([], np.zeros(0, np.int64), None)
+    return counts, (terms, np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.int32), None)
 
 
 def compact_counts(counts: sparse.csr_matrix) -> sparse.csr_matrix:
@@ -122,16 +140,15 @@ def count_partition(source, state, use_char: bool) -> dict:
     papers = source
     texts = [paper.text for paper in papers]
     clock = _lap(seconds, "read", clock)
-    word, word_terms, word_df, word_total = _local_counts("word", texts)
-    out = {"n": len(papers), "ids": [paper.id for paper in papers], "word": (word_terms, word_df, word_total)}
+    word, out_word = _local_words(texts)
+    out = {"n": len(papers), "ids": [paper.id for paper in papers], "word": out_word}
     state = {"word": compact_counts(word), "embeddings": embeddings}
-    del word, word_terms
+    del word, out_word
     clock = _lap(seconds, "words", clock)
     if use_char:
-        char, char_terms, char_df, _ = _local_counts("char", texts)
+        char, out["char"] = _local_chars(texts)
         state["char"] = compact_counts(char)
-        out["char"] = (char_terms, char_df, None)
-        del char, char_terms
+        del char
         clock = _lap(seconds, "char 4-grams", clock)
     del texts
     authors: dict[str, int] = {}
@@ -211,6 +228,12 @@ class CompactPart:
     def char(self) -> sparse.csr_matrix | None:
         return None if self.char_counts is None else tfidf_rows(self.char_counts, self.weights.char_idf)
 
+    def lexical_rows(self, rows: np.ndarray) -> tuple[sparse.csr_matrix, sparse.csr_matrix | None]:
+        """The word and character TF-IDF rows ``rows`` (of this part), made from those rows' counts
+        only (a row's TF-IDF depends on its own counts: the numbers of :attr:`word` and :attr:`char`)."""
+        char = None if self.char_counts is None else tfidf_rows(self.char_counts[rows], self.weights.char_idf)
+        return tfidf_rows(self.word_counts[rows], self.weights.word_idf), char
+
     @property
     def bm25(self) -> sparse.csr_matrix:
         weights = self.weights
@@ -232,48 +255,6 @@ def place_partition(mapping: dict, state: dict, weights: RowWeights, widths: tup
 
 
 # --------------------------------------------------------------------------------- reduce
-
-
-class _TermCounts:
-    """Document frequencies (and total counts) summed over partitions, in compact arrays; each
-    term numbered when first seen (dict order is that numbering)."""
-
-    def __init__(self):
-        self.number: dict[str, int] = {}
-        self.df = np.zeros(1 << 16, dtype=np.int64)
-        self.total = np.zeros(1 << 16, dtype=np.float64)
-        self.local: dict[int, np.ndarray] = {}  # per partition: its terms' numbers
-
-    def add(self, partition: int, terms: list[str], df: np.ndarray, total) -> None:
-        """Partition ``partition``'s terms, in any order of partitions (sums of integers). The
-        per-term work is one dict look-up; a partition's terms are distinct, so the sums are
-        numpy's (the driver must keep up with the workers)."""
-        number = self.number
-        numbers = np.fromiter((number.setdefault(term, len(number)) for term in terms), dtype=np.int64,
-                              count=len(terms))
-        if len(number) > len(self.df):
-            size = max(len(number), 2 * len(self.df))
-            self.df = np.concatenate([self.df, np.zeros(size - len(self.df), dtype=np.int64)])
-            self.total = np.concatenate([self.total, np.zeros(size - len(self.total))])
-        self.df[numbers] += df
-        if total is not None:
-            self.total[numbers] += total
-        self.local[partition] = numbers.astype(np.int32)
-
-    def vocabulary(self, kind: str, n_papers: int) -> tuple[list[str], np.ndarray, np.ndarray, list[np.ndarray]]:
-        """The builder's vocabulary (sorted, limited by document frequency), its terms' df and
-        total counts, and each partition's local → vocabulary column map."""
-        min_df, max_df = document_frequency_limits(kind, n_papers)
-        df = self.df[:len(self.number)]
-        kept = (df >= min_df) & (df <= max_df * n_papers)
-        terms = sorted(compress(self.number, kept.tolist()))
-        if not terms:
-            raise ValueError("cannot build a vocabulary from the collection's texts (after pruning, no terms remain)")
-        column = np.full(len(df), -1, dtype=np.int64)
-        numbers = np.fromiter(map(self.number.__getitem__, terms), dtype=np.int64, count=len(terms))
-        column[numbers] = np.arange(len(terms))
-        return (terms, df[numbers], self.total[numbers],
-                [column[self.local[partition]] for partition in range(len(self.local))])
 
 
 def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder=None,
@@ -304,7 +285,7 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
     outs = engine.pick(counted, "out")
     states = engine.step(_without_terms, counted, [None] * len(counted), urgent=True)
     del counted
-    word, char = _TermCounts(), _TermCounts()
+    word, char = WordTermCounts(), TermCounts()
     found: list[tuple[int, list[str], list[str]]] = [None] * len(states)  # per partition: size, ids, authors
     for done, (number, out) in enumerate(engine.completed(outs), start=1):  # one partition at a time, as each is done
         outs[number] = None
@@ -317,7 +298,7 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
         report(f"partition {number + 1} tokenised, {done}/{len(states)} done ({out['n']:,} papers; started "
                f"{out['started'] - began:.1f} s after the build; "
                + ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in out["seconds"].items())
-               + f"); its {len(out['word'][0]):,} word and {len(out['char'][0]) if use_char else 0:,} character terms"
+               + f"); its {len(out['word'][1]):,} word and {len(out['char'][0]) if use_char else 0:,} character terms"
                f" folded here in {time.perf_counter() - clock:.1f} s")
         del out
     authors: dict[str, int] = {}  # numbered in collection order, as the one-process index numbers them
@@ -346,7 +327,7 @@ def build_partitioned(engine, sources: Sequence, use_char: bool = True, embedder
     mappings = [{"offset": int(offsets[i]), "word": word_maps[i], "char": char_maps[i], "authors": author_maps[i]}
                 for i in range(len(sizes))]
     report(f"vocabulary of {n_papers:,} papers: {len(word_terms):,} words, {len(char_terms or ()):,} character "
-           f"4-grams (of {len(word.number):,} and {len(char.number):,} seen), IDF and BM25 in {time.perf_counter() - clock:.1f} s")
+           f"4-grams (of {len(word):,} and {len(char):,} seen), IDF and BM25 in {time.perf_counter() - clock:.1f} s")
     widths = (len(word_terms), len(char_terms or ()), len(authors))
     parts = engine.step(place_partition, engine.put(mappings), states, RowWeights.of(vocabulary), widths)
     del states

@@ -45,6 +45,10 @@ class CollectionPart:
     def identity_keys(self) -> list[list[str]]:
         return [paper.identity_keys() for paper in self.papers]
 
+    def lexical_rows(self, rows: np.ndarray) -> tuple[sparse.csr_matrix, sparse.csr_matrix | None]:
+        """The word and character rows ``rows`` (of this part)."""
+        return self.word[rows], None if self.char is None else self.char[rows]
+
     @classmethod
     def of_index(cls, index, start: int, stop: int) -> "CollectionPart":
         return cls(start, index.papers[start:stop], index.word_rows[start:stop],
@@ -247,12 +251,12 @@ def centroid_sums(part: CollectionPart, state: dict, selected_rows: np.ndarray, 
     # sums in the same order, without joining every row of the part for a few hundred.
     rows = np.unique(local[inside])
     selection = selection[:, rows]
-    word, char = part.word[rows], part.char
+    word, char = part.lexical_rows(rows)  # (only these rows: a compact part makes them from its counts)
     if char is None or char_weight <= 0:
         return {**state, "out": selection @ word}
     weight = float(char_weight)
     scale = 1.0 / np.sqrt(1.0 + weight ** 2)
-    return {**state, "out": sparse.hstack([selection @ (word * scale), selection @ (char[rows] * (weight * scale))],
+    return {**state, "out": sparse.hstack([selection @ (word * scale), selection @ (char * (weight * scale))],
                                           format="csr")}
 
 

@@ -9,6 +9,7 @@ recomputing a single vector.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from sklearn.feature_extraction.text import CountVectorizer
 
 
+@lru_cache(maxsize=1 << 16)  # (a collection names the same authors again and again)
 def author_key(name: str) -> str:
     """Normalised author name: accents folded, lower case, punctuation as spaces."""
     return " ".join(words(strip_accents(name)))

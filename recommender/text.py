@@ -69,9 +69,26 @@ def strip_accents(text: str) -> str:
     return _NON_ASCII_RE.sub(lambda match: "" if unicodedata.combining(match.group()) else match.group(), decomposed)
 
 
+class _NotAlphanumeric(dict):
+    """A ``str.translate`` table: every character that is no letter or digit (``[\\W_]``) to a
+    space, decided per character the first time it is seen."""
+
+    def __missing__(self, code: int):
+        value = code if chr(code).isalnum() else 32
+        self[code] = value
+        return value
+
+
+_SPACE_FOR_NOT_ALPHANUMERIC = _NotAlphanumeric()
+
+
 def words(text: str) -> list[str]:
-    """Lower-cased, accent-folded word tokens (letters and digits)."""
-    return _WORD_RE.findall(strip_accents(text).lower())
+    """Lower-cased, accent-folded word tokens (letters and digits).
+
+    ``_WORD_RE.findall`` of the folded text: the runs of characters that ``[^\\W_]`` (the
+    regular expression's letters and digits: ``str.isalnum``) matches; found by ``translate``
+    and ``split``, which is several times faster (every paper's identity keys go through here)."""
+    return strip_accents(text).lower().translate(_SPACE_FOR_NOT_ALPHANUMERIC).split()
 
 
 @lru_cache(maxsize=1 << 16)

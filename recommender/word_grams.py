@@ -8,27 +8,38 @@ and returns the same matrix and the same sorted terms.
 
 - A token is a maximal run of two or more word characters (``\\w``; \\b is the edge of such a
   run), so tokens are found from a table saying which of the texts' characters ``\\w`` matches.
-- Equal tokens are grouped by a 64-bit polynomial hash, then every token is compared code
-  point by code point with the first token of its group: a collision is found, never
-  trusted (the caller then counts the slow way), so the grouping is exact.
+- Equal tokens are grouped exactly, without hashing: a token of up to ``64 // bits``
+  characters is packed into one integer (each character's rank among the word characters
+  present, ``bits`` each, first character highest, so the integers sort as the strings do);
+  the longer ones (about one in eight) are grouped by a dict of their strings.
 - Terms are ordered without comparing strings beyond the distinct words: a space sorts before
   every word character, so "a b" sorts by (a, b) and after "a" (see :func:`_term_keys`).
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable, Collection, Sequence
 
 import numpy as np
 from scipy import sparse
 
 _WORD_CHARACTER = re.compile(r"\w")
-_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: its powers never vanish modulo 2**64
-_TOKEN_BATCH = 1 << 20  # tokens hashed / compared at a time (bounds the per-character arrays)
 
 
-class HashCollision(RuntimeError):
-    """Two different tokens had the same hash: count these texts the slow way."""
+class CodePoints:
+    """Texts after ``preprocess``, joined by a space (not a word character: no token crosses from
+    one text into the next), as one string and one array of its code points."""
+
+    def __init__(self, texts: Sequence[str], preprocess: Callable[[str], str]):
+        processed = [preprocess(text) for text in texts]
+        self.joined = " ".join(processed)
+        self.codes = np.frombuffer(self.joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        # Text i is joined[starts[i]:starts[i + 1] - 1].
+        self.starts = np.cumsum([0] + [len(text) + 1 for text in processed])
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
 
 
 def _word_table(codes: np.ndarray) -> np.ndarray:
@@ -40,37 +51,95 @@ def _word_table(codes: np.ndarray) -> np.ndarray:
     return table
 
 
-def _char_positions(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For tokens (start, length): the position of each of their characters and its offset in its token."""
-    first = np.cumsum(lengths) - lengths
-    offsets = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(first, lengths)
-    return np.repeat(starts, lengths) + offsets, offsets
+@dataclass
+class WordGrams:
+    """Counts of word terms: ``counts`` (float32, one row per text, sorted column indices), and
+    term j is ``words[first[j]]``, followed by ``" " + words[second[j]]`` when ``second[j] >= 0``
+    (``words`` sorted, so are the terms). Terms as numbers, not strings: a partition of a large
+    collection sends these to the driver, not a million strings."""
+
+    counts: sparse.csr_matrix
+    words: list[str]
+    first: np.ndarray
+    second: np.ndarray
+
+    def terms(self) -> list[str]:
+        words = self.words
+        return [words[a] if b < 0 else words[a] + " " + words[b]
+                for a, b in zip(self.first.tolist(), self.second.tolist())]
 
 
-def _hashes(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    powers = np.ones(int(lengths.max(initial=1)), dtype=np.uint64)  # 1, B, B**2 ... modulo 2**64
-    powers[1:] = np.cumprod(np.full(len(powers) - 1, _BASE, dtype=np.uint64))
-    out = np.empty(len(starts), dtype=np.uint64)
-    for begin in range(0, len(starts), _TOKEN_BATCH):
-        stop = begin + _TOKEN_BATCH
-        positions, offsets = _char_positions(starts[begin:stop], lengths[begin:stop])
-        terms = codes[positions].astype(np.uint64) * powers[offsets]  # wraps modulo 2**64, as meant
-        out[begin:stop] = np.add.reduceat(terms, np.cumsum(lengths[begin:stop]) - lengths[begin:stop])
-    return out
+def _tokens(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, length) of every maximal run of two or more word characters, and the word
+    characters present (sorted code points)."""
+    table = _word_table(codes)
+    seen = np.zeros(len(table), dtype=bool)
+    seen[codes] = True
+    alphabet = np.flatnonzero(seen & table).astype(np.uint32)
+    del seen
+    is_word = table[codes].view(np.int8)
+    edges = np.diff(is_word, prepend=np.int8(0), append=np.int8(0))
+    del is_word
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    del edges
+    long_enough = ends - starts >= 2
+    return starts[long_enough], (ends - starts)[long_enough], alphabet
 
 
-def _check_groups(codes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
-                  group: np.ndarray) -> None:
-    """Raise :class:`HashCollision` unless every token equals the first token of its hash group."""
-    representative = first[group]
-    if np.any(lengths[representative] != lengths):
-        raise HashCollision("tokens of different lengths share a hash")
-    for begin in range(0, len(starts), _TOKEN_BATCH):
-        stop = begin + _TOKEN_BATCH
-        positions, offsets = _char_positions(starts[begin:stop], lengths[begin:stop])
-        representative_positions = np.repeat(starts[representative[begin:stop]], lengths[begin:stop]) + offsets
-        if np.any(codes[positions] != codes[representative_positions]):
-            raise HashCollision("different tokens share a hash")
+def _packed(ranks: np.ndarray, starts: np.ndarray, lengths: np.ndarray, bits: int, width: int) -> np.ndarray:
+    """Each token (of at most ``width`` characters) as one integer: its characters' ranks
+    (``ranks``: one per character, 1 and up, ``width`` zeros at the end), ``bits`` each, the
+    first in the highest bits, zeros after its end."""
+    keys = np.zeros(len(starts), dtype=np.uint64)
+    positions = starts.copy()
+    for offset in range(width):
+        keys <<= np.uint64(bits)
+        keys |= np.where(lengths > offset, ranks[positions], 0).astype(np.uint64)
+        positions += 1
+    return keys
+
+
+def _unpacked(keys: np.ndarray, alphabet: np.ndarray, bits: int, width: int) -> list[str]:
+    chars = np.zeros((len(keys), width), dtype=np.uint32)
+    for offset in range(width):
+        rank = ((keys >> np.uint64(bits * (width - 1 - offset))) & np.uint64((1 << bits) - 1)).astype(np.int64)
+        chars[:, offset] = np.where(rank > 0, alphabet[np.maximum(rank, 1) - 1], 0)
+    return chars.view(f"<U{width}").ravel().tolist()  # (numpy drops the trailing zeros)
+
+
+def _word_numbers(points: CodePoints, starts: np.ndarray, lengths: np.ndarray,
+                  alphabet: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Each token's number in the distinct words, and those words (in no particular order).
+    ``alphabet``: the word characters (ranked by code point, 0 left for "none")."""
+    codes = points.codes
+    rank_of = np.zeros(int(codes.max(initial=0)) + 1, dtype=np.uint8 if len(alphabet) < 256 else np.uint32)
+    rank_of[alphabet] = np.arange(1, len(alphabet) + 1)
+    bits = max(int(len(alphabet)).bit_length(), 1)
+    width = 64 // bits
+    ranks = np.zeros(len(codes) + width, dtype=rank_of.dtype)
+    ranks[:len(codes)] = rank_of[codes]
+    short = lengths <= width
+    keys = _packed(ranks, starts[short], lengths[short], bits, width)
+    del ranks
+    order = np.argsort(keys)
+    keys = keys[order]
+    new = np.diff(keys, prepend=np.uint64(0)) != 0  # (no key is 0: a token has characters)
+    distinct = keys[new]
+    del keys
+    numbers = np.empty(len(starts), dtype=np.int64)
+    short_numbers = np.empty(len(order), dtype=np.int64)
+    short_numbers[order] = np.cumsum(new) - 1
+    numbers[short] = short_numbers
+    del order, new, short_numbers
+    words = _unpacked(distinct, alphabet, bits, width)
+    joined = points.joined
+    long_tokens = [joined[start:start + length]
+                   for start, length in zip(starts[~short].tolist(), lengths[~short].tolist())]
+    long_words = dict.fromkeys(long_tokens)
+    for number, word in enumerate(long_words, start=len(words)):
+        long_words[word] = number
+    numbers[~short] = np.fromiter(map(long_words.__getitem__, long_tokens), dtype=np.int64, count=len(long_tokens))
+    return numbers, words + list(long_words)
 
 
 def _term_keys(rank: np.ndarray, text: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,43 +157,27 @@ def _term_keys(rank: np.ndarray, text: np.ndarray, n_words: int) -> tuple[np.nda
     return np.concatenate([unigrams, bigrams]), np.concatenate([text, text[:-1][same_text]])
 
 
-def count_word_grams(texts: Sequence[str], preprocess: Callable[[str], str],
-                     stop_words: Collection[str]) -> tuple[sparse.csr_matrix, list[str]]:
-    """``(counts, terms)``: float32 counts (one row per text, sorted column indices) and the
-    sorted terms, equal to ``CountVectorizer(preprocessor=preprocess, stop_words=stop_words,
-    ngram_range=(1, 2))``'s ``fit_transform`` and ``get_feature_names_out`` (no document
-    frequency limits). Raises :class:`HashCollision` (never seen) when hashing cannot tell
-    two tokens apart; ``ValueError`` when no text holds a term, as the vectoriser does.
-    """
-    processed = [preprocess(text) for text in texts]
-    # Texts joined by a space: not a word character, so no token crosses from one text into the next.
-    joined = " ".join(processed)
-    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    text_starts = np.cumsum([0] + [len(text) + 1 for text in processed])[:-1]
-    is_word = _word_table(codes)[codes].astype(np.int8)
-    edges = np.diff(is_word, prepend=np.int8(0), append=np.int8(0))
-    del is_word
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    del edges
-    long_enough = ends - starts >= 2
-    starts, lengths = starts[long_enough], (ends - starts)[long_enough]
-    hashes, first, group = np.unique(_hashes(codes, starts, lengths), return_index=True, return_inverse=True)
-    del hashes
-    _check_groups(codes, starts, lengths, first, group)
-    del codes
-    words = [joined[start:start + length] for start, length in zip(starts[first].tolist(), lengths[first].tolist())]
+def word_grams(points: CodePoints, stop_words: Collection[str]) -> WordGrams:
+    """The word uni+bigram counts of ``points``' texts (see :func:`count_word_grams`)."""
+    starts, lengths, alphabet = _tokens(points.codes)
+    numbers, words = _word_numbers(points, starts, lengths, alphabet)
+    del lengths
     order = sorted(range(len(words)), key=words.__getitem__)
     rank = np.empty(len(words), dtype=np.int64)
     rank[order] = np.arange(len(words))
+    stop_words = frozenset(stop_words)
     is_stop = np.fromiter((word in stop_words for word in words), dtype=bool, count=len(words))
-    kept = ~is_stop[group]
-    token_text = np.searchsorted(text_starts, starts[kept], side="right") - 1
-    keys, entry_text = _term_keys(rank[group[kept]], token_text, len(words))
+    kept = ~is_stop[numbers]
+    tokens_per_text = np.diff(np.searchsorted(starts, points.starts))
+    token_text = np.repeat(np.arange(len(points), dtype=np.int64), tokens_per_text)[kept]
+    del starts
+    keys, entry_text = _term_keys(rank[numbers[kept]], token_text, len(words))
+    del numbers, token_text
     if not len(keys):
         raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
     # One sort of (term, text): its runs are the counts, its term changes the columns, and
     # the entries come out grouped by term, which CSR conversion keeps within each row.
-    n_texts = np.int64(len(texts))
+    n_texts = np.int64(len(points))
     if int(keys.max()) < np.iinfo(np.int64).max // max(int(n_texts), 1):
         entries = np.sort(keys * n_texts + entry_text)
         new = np.flatnonzero(np.diff(entries, prepend=np.int64(-1)) != 0)
@@ -138,9 +191,17 @@ def count_word_grams(texts: Sequence[str], preprocess: Callable[[str], str],
     columns = np.cumsum(new_term) - 1
     term_keys = entry_keys[new_term]
     # Entries in column order: the conversion keeps that order within each row (sorted indices).
-    matrix = sparse.coo_matrix((counts, (entry_text, columns)), shape=(len(texts), len(term_keys))).tocsr()
-    sorted_words = [words[index] for index in order]
+    matrix = sparse.coo_matrix((counts, (entry_text, columns)), shape=(len(points), len(term_keys))).tocsr()
     stride = len(words) + 1
-    terms = [sorted_words[key // stride] if key % stride == 0
-             else sorted_words[key // stride] + " " + sorted_words[key % stride - 1] for key in term_keys.tolist()]
-    return matrix, terms
+    return WordGrams(matrix, [words[index] for index in order], term_keys // stride, term_keys % stride - 1)
+
+
+def count_word_grams(texts: Sequence[str], preprocess: Callable[[str], str],
+                     stop_words: Collection[str]) -> tuple[sparse.csr_matrix, list[str]]:
+    """``(counts, terms)``: float32 counts (one row per text, sorted column indices) and the
+    sorted terms, equal to ``CountVectorizer(preprocessor=preprocess, stop_words=stop_words,
+    ngram_range=(1, 2))``'s ``fit_transform`` and ``get_feature_names_out`` (no document
+    frequency limits). ``ValueError`` when no text holds a term, as the vectoriser does.
+    """
+    grams = word_grams(CodePoints(texts, preprocess), stop_words)
+    return grams.counts, grams.terms()

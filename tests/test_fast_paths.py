@@ -13,7 +13,7 @@ from recommender.index_features import document_frequency_limits
 from recommender.hybrid import HybridModel, _top_mean, column_top_k, standardize_columns
 from recommender.sparse_products import SideBySide, _split, dense_product, head_product
 from recommender.text import STOP_WORDS, strip_accents
-from recommender.word_grams import HashCollision, count_word_grams
+from recommender.word_grams import count_word_grams
 from tests.conftest import CONFERENCES, DATA, EXAMPLE_LIBRARY, require
 
 # What a library's texts hold besides plain words: one-letter words, runs of mixed whitespace,
@@ -86,10 +86,15 @@ def test_character_grams_of_real_abstracts_beside_the_vectoriser():
     assert grams.tolist() == counter.get_feature_names_out().tolist() and (counts != expected).nnz == 0
 
 
-def _many_characters() -> list[str]:
+def _many_characters(n_characters: int = 700) -> list[str]:
     """Texts of 700 distinct CJK characters (more than 9 bits rank), words of one to five."""
-    return [" ".join("".join(chr(0x4E00 + (start + 7 * word + offset) % 700) for offset in range(1 + word % 5))
-                     for word in range(40)) for start in range(0, 700, 13)]
+    return [" ".join("".join(chr(0x4E00 + (start + 7 * word + offset) % n_characters) for offset in range(1 + word % 5))
+                     for word in range(40)) for start in range(0, n_characters, 13)]
+
+
+def _some_characters() -> list[str]:
+    """Texts of 300 distinct CJK characters: with ASCII, 9 bits rank them."""
+    return _many_characters(300)
 
 
 def _real_texts() -> list[str]:
@@ -97,7 +102,7 @@ def _real_texts() -> list[str]:
     return [paper.text for paper in papers] + _texts()
 
 
-@pytest.mark.parametrize("texts", [_real_texts, _many_characters])
+@pytest.mark.parametrize("texts", [_real_texts, _some_characters, _many_characters])
 def test_character_grams_of_a_collection_partition_beside_the_vectoriser(texts):
     """A conference's abstracts (as a partition of an index holds), or many distinct characters."""
     texts = texts()
@@ -122,13 +127,18 @@ def test_word_grams_are_those_of_the_index_word_vectoriser(texts):
         count_word_grams(["the of", ""], counter.build_preprocessor(), STOP_WORDS)
 
 
-def test_word_grams_refuse_a_hash_shared_by_two_tokens(monkeypatch):
-    """With base 1 a token's hash is the sum of its code points: anagrams collide, and it is seen."""
-    monkeypatch.setattr("recommender.word_grams._BASE", np.uint64(1))
-    with pytest.raises(HashCollision):
-        count_word_grams(["listen silent", "enlist"], str.lower, STOP_WORDS)
-    counts, terms = count_word_grams(["listen listen", "listen"], str.lower, STOP_WORDS)
-    assert terms == ["listen", "listen listen"] and counts.toarray().tolist() == [[2, 1], [1, 0]]
+def test_word_grams_group_short_and_long_tokens_exactly():
+    """Tokens up to a packed key's width are grouped by their packed characters, longer ones by
+    their strings: anagrams, prefixes, and words of every length either side of the width."""
+    lengths = range(2, 22)  # (the width is 64 // bits: 5 bits here, so 12 characters)
+    words = ["".join(chr(ord("a") + (start + offset) % 20) for offset in range(length))
+             for start in range(3) for length in lengths]
+    texts = [" ".join(words[i::4]) for i in range(4)] + ["listen silent enlist tinsel", "silent listen",
+                                                         " ".join(reversed(words))]
+    counter = CountVectorizer(stop_words=STOP_WORDS, ngram_range=(1, 2), dtype=np.float32)
+    expected = counter.fit_transform(texts)
+    counts, terms = count_word_grams(texts, str.lower, STOP_WORDS)
+    assert terms == counter.get_feature_names_out().tolist() and (counts != expected).nnz == 0
 
 
 def test_library_word_counts_equal_a_vectoriser_fitted_on_the_library():

@@ -54,6 +54,11 @@ def test_partitioned_vocabulary_idf_and_rows_equal_the_one_process_index(papers,
     assert [start for start, _ in built.bounds] == [part.offset for part in built.parts]
     for part, (start, stop) in zip(built.parts, built.bounds):
         assert_same_rows(part, index, start, stop)
+        # Some rows only (a partition's feedback papers, or none of them): made from their counts.
+        for rows in (np.zeros(0, dtype=np.int64), np.arange(0, len(part), 3)):
+            word, char = part.lexical_rows(rows)
+            for got, want in ((word, index.word_rows[start:stop][rows]), (char, index.char_rows[start:stop][rows])):
+                assert got.shape == want.shape and (got != want).nnz == 0
 
 
 def test_vocabulary_limits_apply_to_the_summed_document_frequencies(papers, monkeypatch):

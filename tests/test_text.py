@@ -1,7 +1,10 @@
+import re
+import sys
+
 import pytest
 
 from connectors.latex import latex_to_text
-from recommender.text import derive_title, truncate
+from recommender.text import derive_title, strip_accents, truncate, words
 
 
 @pytest.mark.parametrize("latex, text", [
@@ -39,3 +42,14 @@ def test_derived_title_is_short():
     long_clause = "Word " * 60 + "end."
     assert len(derive_title(long_clause)) <= 72
     assert truncate("alpha beta gamma", 11) == "alpha beta…"
+
+
+def test_words_are_the_runs_of_letters_and_digits_the_regular_expression_finds():
+    """``words`` splits where ``[^\\W_]+`` ends a match, for every code point (one text of all
+    of them, each between two letters) and for mixed texts."""
+    pattern = re.compile(r"[^\W_]+")
+    every = "".join(f"a{chr(code)}b " for code in range(sys.maxunicode + 1) if not 0xD800 <= code < 0xE000)
+    texts = [every, "x_y __ 12 ab\u0301c ²³ a-b-c", "Ünïcödé naïve café — 𝒪(n) ∀x ∈ ℝ", "ÀB a\u0301 ﬁne Ⅻ",
+             "", " \t"]
+    for text in texts:
+        assert words(text) == pattern.findall(strip_accents(text).lower())
