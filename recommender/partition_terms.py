@@ -16,6 +16,7 @@ from itertools import compress
 import numpy as np
 
 from .index_features import document_frequency_limits
+from .word_grams import join_terms
 
 
 class _Sums:
@@ -126,7 +127,7 @@ class WordTermCounts(_Sums):
         rank[order] = np.arange(1, len(words) + 1)
         rank[-1] = 0
         first, second = keys[kept_numbers] >> 32, (keys[kept_numbers] & 0xFFFFFFFF) - 1
-        kept_numbers = kept_numbers[np.argsort(rank[first] * (len(words) + 1) + rank[second], kind="stable")]
-        first, second = keys[kept_numbers] >> 32, (keys[kept_numbers] & 0xFFFFFFFF) - 1
-        terms = [words[a] if b < 0 else words[a] + " " + words[b] for a, b in zip(first.tolist(), second.tolist())]
+        order = np.argsort(rank[first] * (len(words) + 1) + rank[second], kind="stable")
+        kept_numbers, first, second = kept_numbers[order], first[order], second[order]
+        terms = join_terms(words, first, second)
         return terms, self.df[kept_numbers], self.total[kept_numbers], self._columns(kept_numbers, n_terms)

@@ -64,9 +64,12 @@ class WordGrams:
     second: np.ndarray
 
     def terms(self) -> list[str]:
-        words = self.words
-        return [words[a] if b < 0 else words[a] + " " + words[b]
-                for a, b in zip(self.first.tolist(), self.second.tolist())]
+        return join_terms(self.words, self.first, self.second)
+
+
+def join_terms(words: Sequence[str], first: np.ndarray, second: np.ndarray) -> list[str]:
+    """Term j as a string: ``words[first[j]]``, then ``" " + words[second[j]]`` unless it is -1."""
+    return [words[a] if b < 0 else words[a] + " " + words[b] for a, b in zip(first.tolist(), second.tolist())]
 
 
 def _tokens(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
