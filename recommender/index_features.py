@@ -16,7 +16,7 @@ from scipy import sparse
 
 from .paper import Paper
 from .representations import author_key, run_aside
-from .sparse_products import normalize_rows
+from .sparse_products import divide_rows, normalize_rows, row_norms
 from .text import STOP_WORDS, strip_accents
 
 # Everything that decides what an index's numbers mean. An index built under another layout
@@ -160,11 +160,71 @@ def idf_of(document_frequency: np.ndarray, n_papers: int) -> np.ndarray:
     return (np.log((1.0 + n_papers) / (1.0 + np.asarray(document_frequency))) + 1.0).astype(np.float32)
 
 
-def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
-    """Sublinear-tf TF-IDF rows, L2-normalised (scikit-learn's ``TfidfTransformer(sublinear_tf=True)``)."""
-    rows = sparse.csr_matrix(counts, dtype=np.float32, copy=True)
-    rows.data = (np.log(rows.data) + 1.0) * idf[rows.indices]
-    return normalize_rows(rows)
+def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray, norms: np.ndarray | None = None) -> sparse.csr_matrix:
+    """Sublinear-tf TF-IDF rows, L2-normalised (scikit-learn's ``TfidfTransformer(sublinear_tf=True)``,
+    bit for bit). ``norms``: the rows' norms before normalising, when already known
+    (:func:`tfidf_norms`)."""
+    rows = unnormalised_tfidf(counts, idf)
+    return divide_rows(rows, row_norms(rows) if norms is None else norms)
+
+
+class CountedTfidf:
+    """TF-IDF rows held as their counts, IDF and row norms (how a partition of a large collection
+    keeps them: ~3x smaller), made on demand, whole (:meth:`rows`) or only some columns
+    (:meth:`columns`), with :func:`tfidf_rows`' numbers bit for bit.
+
+    Parameters
+    ----------
+    counts : CSR matrix of shape (n, d)
+    idf : ndarray of shape (d,)
+    norms : ndarray of shape (n,), :func:`tfidf_norms` of ``counts`` and ``idf``
+    """
+
+    def __init__(self, counts: sparse.csr_matrix, idf: np.ndarray, norms: np.ndarray):
+        self.counts, self.idf, self.norms = counts, idf, norms
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.counts.shape
+
+    def rows(self) -> sparse.csr_matrix:
+        return tfidf_rows(self.counts, self.idf, self.norms)
+
+    def columns(self, columns: np.ndarray) -> sparse.csr_matrix:
+        """``rows()[:, columns]`` (``columns`` sorted and distinct), made from those columns' counts only."""
+        kept = unnormalised_tfidf(self.counts[:, columns], self.idf[columns], share_structure=True)
+        return divide_rows(kept, self.norms)
+
+
+def tfidf_norms(counts: sparse.csr_matrix, idf: np.ndarray) -> np.ndarray:
+    """The norms :func:`tfidf_rows` divides the rows by, float64 of shape (n,)."""
+    return row_norms(unnormalised_tfidf(counts, idf, share_structure=True))
+
+
+# log(count) + 1 in float32 for every count an unsigned 8- or 16-bit count matrix can hold:
+# the sublinear tf of a compact count matrix is then one look-up per entry.
+_SUBLINEAR_TF = {}
+
+
+def _sublinear_tf_table(dtype) -> np.ndarray:
+    if dtype not in _SUBLINEAR_TF:
+        with np.errstate(divide="ignore"):  # log(0): no entry holds a zero count
+            _SUBLINEAR_TF[dtype] = np.log(np.arange(np.iinfo(dtype).max + 1, dtype=np.float32)) + np.float32(1.0)
+    return _SUBLINEAR_TF[dtype]
+
+
+def unnormalised_tfidf(counts: sparse.csr_matrix, idf: np.ndarray, share_structure: bool = False) -> sparse.csr_matrix:
+    """(log(count) + 1) * idf of each entry, float32, before the rows are normalised; with
+    ``share_structure``, its column indices and row pointers are ``counts``' own (read only)."""
+    counts = sparse.csr_matrix(counts)
+    if counts.dtype in (np.uint8, np.uint16):
+        data = _sublinear_tf_table(counts.dtype.type)[counts.data]
+    else:
+        data = np.log(counts.data.astype(np.float32)) + 1.0
+    data *= idf[counts.indices]
+    if share_structure:
+        return sparse.csr_matrix((data, counts.indices, counts.indptr), shape=counts.shape, copy=False)
+    return sparse.csr_matrix((data, counts.indices.copy(), counts.indptr.copy()), shape=counts.shape)
 
 
 def bm25_parameters(unigram_counts: sparse.csr_matrix) -> tuple[np.ndarray, float]:

@@ -28,8 +28,8 @@ import numpy as np
 from scipy import sparse
 
 from .collection_index import LibraryWeighting
-from .index_features import (author_incidence, bm25_parameters_of, bm25_weights, count_chars, embedder_id,
-                             fold_accents, idf_of, tfidf_rows)
+from .index_features import (CountedTfidf, author_incidence, bm25_parameters_of, bm25_weights, count_chars, embedder_id,
+                             fold_accents, idf_of, tfidf_norms, tfidf_rows)
 from .paper import Paper
 from .partition_terms import TermCounts, WordTermCounts
 
@@ -175,7 +175,9 @@ def _lap(seconds: dict, name: str, since: float) -> float:
 def _remapped(counts: sparse.csr_matrix, columns: np.ndarray, width: int) -> sparse.csr_matrix:
     """``counts`` with local column j moved to ``columns[j]`` (-1: dropped). The map keeps the
     order of the columns it keeps (both vocabularies are sorted), so rows stay sorted."""
-    new = columns[counts.indices] if len(columns) else np.zeros(0, dtype=np.int64)
+    new = columns[counts.indices] if len(columns) else np.zeros(0, dtype=np.int32)
+    if len(columns) and columns.min() >= 0:  # every local term kept (most partitions' character n-grams)
+        return sparse.csr_matrix((counts.data, new.astype(np.int32, copy=False), counts.indptr), shape=(counts.shape[0], width))
     keep = new >= 0
     row_of_value = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
     lengths = np.bincount(row_of_value[keep], minlength=counts.shape[0])
@@ -213,6 +215,10 @@ class CompactPart:
                  weights: RowWeights):
         self.offset, self.keys, self.embeddings, self.authors = offset, keys, embeddings, authors
         self.word_counts, self.char_counts, self.weights = word_counts, char_counts, weights
+        # Each row's norm before normalising (16 bytes a paper), found once: every scoring
+        # step that reads the rows then only divides by it.
+        self.word_norms = tfidf_norms(word_counts, weights.word_idf)
+        self.char_norms = None if char_counts is None else tfidf_norms(char_counts, weights.char_idf)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -222,17 +228,26 @@ class CompactPart:
 
     @property
     def word(self) -> sparse.csr_matrix:
-        return tfidf_rows(self.word_counts, self.weights.word_idf)
+        return tfidf_rows(self.word_counts, self.weights.word_idf, self.word_norms)
 
     @property
     def char(self) -> sparse.csr_matrix | None:
-        return None if self.char_counts is None else tfidf_rows(self.char_counts, self.weights.char_idf)
+        return None if self.char_counts is None else tfidf_rows(self.char_counts, self.weights.char_idf,
+                                                                 self.char_norms)
+
+    def scoring_rows(self) -> tuple[CountedTfidf, CountedTfidf | None]:
+        """The word and character TF-IDF rows as scoring reads them: a product with a few library
+        vectors makes only the columns those use."""
+        char = None if self.char_counts is None else CountedTfidf(self.char_counts, self.weights.char_idf,
+                                                                  self.char_norms)
+        return CountedTfidf(self.word_counts, self.weights.word_idf, self.word_norms), char
 
     def lexical_rows(self, rows: np.ndarray) -> tuple[sparse.csr_matrix, sparse.csr_matrix | None]:
         """The word and character TF-IDF rows ``rows`` (of this part), made from those rows' counts
         only (a row's TF-IDF depends on its own counts: the numbers of :attr:`word` and :attr:`char`)."""
-        char = None if self.char_counts is None else tfidf_rows(self.char_counts[rows], self.weights.char_idf)
-        return tfidf_rows(self.word_counts[rows], self.weights.word_idf), char
+        char = None if self.char_counts is None else tfidf_rows(self.char_counts[rows], self.weights.char_idf,
+                                                                self.char_norms[rows])
+        return tfidf_rows(self.word_counts[rows], self.weights.word_idf, self.word_norms[rows]), char
 
     @property
     def bm25(self) -> sparse.csr_matrix:

@@ -24,6 +24,7 @@ import numpy as np
 from scipy import sparse
 
 from .hybrid import aggregation_depth, profile_share
+from .index_features import CountedTfidf
 from .paper import IdentityIndex, Paper
 
 
@@ -44,6 +45,10 @@ class CollectionPart:
 
     def identity_keys(self) -> list[list[str]]:
         return [paper.identity_keys() for paper in self.papers]
+
+    def scoring_rows(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix | None]:
+        """The word and character rows, as the scoring steps read them."""
+        return self.word, self.char
 
     def lexical_rows(self, rows: np.ndarray) -> tuple[sparse.csr_matrix, sparse.csr_matrix | None]:
         """The word and character rows ``rows`` (of this part)."""
@@ -147,14 +152,18 @@ def _product(rows, other) -> np.ndarray:
     """``rows @ other.T`` as a dense block. ``other`` holds a few dozen library vectors: made
     dense over the columns they use, the product is one pass over ``rows``' entries, where
     scipy's sparse product builds its (dense anyway) result entry by entry: 3-4x the time on
-    a partition's rows. The same sums, in another order (equal to rounding)."""
-    if not (sparse.issparse(rows) and sparse.issparse(other)):
-        return _dense(rows @ other.T)
+    a partition's rows. The same sums, in another order (equal to rounding). ``rows`` may be a
+    :class:`~recommender.index_features.CountedTfidf`: only the columns used are made (the
+    same rows, so the same numbers)."""
+    counted = isinstance(rows, CountedTfidf)
+    if not (sparse.issparse(other) and (counted or sparse.issparse(rows))):
+        return _dense((rows.rows() if counted else rows) @ other.T)
     other = sparse.csr_matrix(other)
     used = np.unique(other.indices)
     if other.shape[0] * len(used) * other.dtype.itemsize > DENSE_SIDE_BYTES:
-        return _dense(rows @ other.T)
-    return np.asarray(sparse.csr_matrix(rows)[:, used] @ other[:, used].toarray().T)
+        return _dense((rows.rows() if counted else rows) @ other.T)
+    restricted = rows.columns(used) if counted else sparse.csr_matrix(rows)[:, used]
+    return np.asarray(restricted @ other[:, used].toarray().T)
 
 
 def lexical_block(word, char, library_word, library_char, char_weight: float) -> np.ndarray:
@@ -200,7 +209,7 @@ def first_moments(part: CollectionPart, state, library: LibraryColumns, profiles
     for index, rows in enumerate(excluded_rows(part, profiles)):
         mask[rows, index] = True
     column_mask = mask[:, library.profile_of]
-    lexical = lexical_block(part.word, part.char, library.word, library.char, library.char_weight)
+    lexical = lexical_block(*part.scoring_rows(), library.word, library.char, library.char_weight)
     lexical = lexical.astype(np.float64)
     lexical[column_mask] = np.nan
     state = {"mask": mask, "lexical": lexical}
@@ -287,7 +296,7 @@ def _joined_product(word, char, other, char_weight: float) -> np.ndarray:
 def expanded_moments(part: CollectionPart, state: dict, expanded, char_weight: float, bm25_best: np.ndarray) -> dict:
     """Map 4: cosine of each row with the feedback-expanded library vectors (joined space) and
     the BM25 profile scaled to its best candidate, with the moments of both."""
-    block = _joined_product(part.word, part.char, expanded, char_weight)
+    block = _joined_product(*part.scoring_rows(), expanded, char_weight)
     block[np.isnan(state["lexical"])] = np.nan
     bm25 = state["bm25"]
     best = bm25_best.astype(bm25.dtype)

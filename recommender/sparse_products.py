@@ -89,19 +89,31 @@ def normalize_rows(matrix):
     """
     if sparse.issparse(matrix):
         result = sparse.csr_matrix(matrix, dtype=_float_dtype(matrix.dtype), copy=True)
-        data = result.data
-        rows = np.repeat(np.arange(result.shape[0]), np.diff(result.indptr))
-        # As scikit-learn's loop: squares in the data's dtype, added in order in float64 (as
-        # bincount does), each entry divided in float64.
-        norms = np.sqrt(np.bincount(rows, weights=data * data, minlength=result.shape[0]))
-        norms[norms == 0] = 1.0
-        data[:] = data / norms[rows]
+        divide_rows(result, row_norms(result))
         return result
     result = np.array(matrix, dtype=_float_dtype(np.asarray(matrix).dtype))
     norms = np.sqrt(np.einsum("ij,ij->i", result, result))
     norms[norms < 10 * np.finfo(norms.dtype).eps] = 1.0
     result /= norms[:, np.newaxis]
     return result
+
+
+def row_norms(matrix: sparse.csr_matrix) -> np.ndarray:
+    """L2 norm of each row of a float CSR matrix, float64 of shape (n,), 1.0 for an empty row:
+    as scikit-learn's loop computes it, squares in the data's dtype added in order in float64
+    (as ``bincount`` does)."""
+    data = matrix.data
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    norms = np.sqrt(np.bincount(rows, weights=data * data, minlength=matrix.shape[0]))
+    norms[norms == 0] = 1.0
+    return norms
+
+
+def divide_rows(matrix: sparse.csr_matrix, norms: np.ndarray) -> sparse.csr_matrix:
+    """Each row of ``matrix`` divided by its entry of ``norms``, in place: each entry divided in
+    float64 and stored in the data's dtype (scikit-learn's numbers, without a float64 copy)."""
+    np.divide(matrix.data, np.repeat(norms, np.diff(matrix.indptr)), out=matrix.data, casting="unsafe")
+    return matrix
 
 
 def _float_dtype(dtype) -> np.dtype:

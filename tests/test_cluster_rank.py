@@ -116,3 +116,24 @@ def test_without_the_dask_extra_the_cluster_options_say_what_to_install(monkeypa
     result = run("rank", "-c", str(COLLECTION), "--embedder", "none", "--workers", "2")
     assert result.exit_code == 2
     assert "pip install 'litrank[dask]'" in result.stderr
+
+
+def test_local_workers_keep_numpy_temporaries_on_the_heap_and_run_no_profiler():
+    pytest.importorskip("distributed", reason="the cluster path needs the extra: pip install 'litrank[dask]'")
+    import os
+
+    from recommender.cluster import MMAP_THRESHOLD, engine
+
+    def settings():
+        import dask
+
+        return (os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_ARENA_MAX"),
+                dask.config.get("distributed.worker.profile.enabled"))
+
+    with engine(workers=1) as runner:
+        (found,) = runner.client.run(settings).values()
+        assert found == (MMAP_THRESHOLD, "1", False)
+        assert runner.client.run_on_scheduler(lambda dask_scheduler: "stealing" in dask_scheduler.extensions) is False
+        # A step's result comes back as the function returned it (the heap is trimmed after it).
+        (state,) = runner.step(lambda item, state, extra: {"out": item * 2 + extra}, runner.put([20]), [None], 2)
+        assert runner.collect([state], "out") == [42]

@@ -9,7 +9,7 @@ from sklearn.feature_extraction.text import CountVectorizer, strip_accents_unico
 import connectors
 from recommender.char_grams import count_char_grams
 from recommender.collection_index import CollectionIndexBuilder
-from recommender.index_features import document_frequency_limits
+from recommender.index_features import CountedTfidf, document_frequency_limits, tfidf_norms, tfidf_rows
 from recommender.hybrid import HybridModel, _top_mean, column_top_k, standardize_columns
 from recommender.sparse_products import SideBySide, _split, dense_product, head_product
 from recommender.text import STOP_WORDS, strip_accents
@@ -343,3 +343,44 @@ def test_collection_counts_made_with_numpy_are_the_vectorisers(kind, n_papers):
     _assert_same_counts(counts, expected)
     with pytest.raises(ValueError):
         count(["the of and", "a"] if kind == "word" else ["", " "], n_papers=2)
+
+
+def _reference_tfidf(counts, idf):
+    """The rows as scikit-learn's TfidfTransformer(sublinear_tf=True) makes them, with ``idf``."""
+    from sklearn.preprocessing import normalize
+
+    rows = sparse.csr_matrix(counts, dtype=np.float32, copy=True)
+    rows.data = (np.log(rows.data) + 1.0) * idf[rows.indices]
+    return normalize(rows)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.int64])
+def test_tfidf_rows_of_compact_counts_are_scikit_learns_bit_for_bit(dtype):
+    index = CollectionIndexBuilder(lsa_components=0).build(connectors.load(DATA / "report-collection.jsonl"))
+    counts = index.char_counts.copy()
+    counts.data[::7] = 200 if dtype == np.uint8 else 3000  # counts the 8- and 16-bit tables must look up too
+    counts = sparse.csr_matrix(counts.astype(dtype))
+    before = counts.copy()
+    want = _reference_tfidf(counts, index.char_idf)
+    got = tfidf_rows(counts, index.char_idf)
+    assert got.dtype == want.dtype == np.float32
+    assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+    assert np.array_equal(got.data, want.data)
+    norms = tfidf_norms(counts, index.char_idf)
+    assert np.array_equal(tfidf_rows(counts, index.char_idf, norms).data, want.data)
+    assert (counts != before).nnz == 0 and counts.dtype == dtype  # the counts untouched
+
+
+def test_counted_tfidf_makes_the_rows_and_any_columns_of_them_bit_for_bit():
+    index = CollectionIndexBuilder(lsa_components=0).build(connectors.load(DATA / "report-collection.jsonl"))
+    for counts, idf in ((index.word_counts, index.word_idf), (index.char_counts, index.char_idf)):
+        counts = sparse.csr_matrix(counts.astype(np.uint8))
+        counted = CountedTfidf(counts, idf, tfidf_norms(counts, idf))
+        whole = tfidf_rows(counts, idf)
+        assert counted.shape == whole.shape and (counted.rows() != whole).nnz == 0
+        rng = np.random.default_rng(0)
+        for share in (0.0, 0.01, 0.3, 1.0):
+            columns = np.sort(rng.choice(counts.shape[1], int(share * counts.shape[1]), replace=False))
+            got, want = counted.columns(columns), whole[:, columns]
+            assert got.shape == want.shape and np.array_equal(got.indptr, want.indptr)
+            assert np.array_equal(got.indices, want.indices) and np.array_equal(got.data, want.data)

@@ -53,3 +53,20 @@ def test_words_are_the_runs_of_letters_and_digits_the_regular_expression_finds()
              "", " \t"]
     for text in texts:
         assert words(text) == pattern.findall(strip_accents(text).lower())
+
+
+def test_abstract_fingerprint_is_the_hash_of_the_abstracts_words():
+    import hashlib
+
+    import connectors
+    from recommender.text import abstract_fingerprint
+    from tests.conftest import DATA
+
+    abstracts = [paper.abstract for paper in connectors.load(DATA / "report-collection.jsonl")]
+    abstracts += ["snake_case and CamelCase, x_1 + y_2 = 3.5e-7; (a)--(b)\t\n\x0b\x0c\x1c\x7f end_",
+                  "Naïve Bayes — Schölkopf’s kernel: 𝒪(n²) ∀x", "", "   ", "__", "Ünïcödé ﬁne Ⅻ"]
+    assert any(text.isascii() for text in abstracts) and not all(text.isascii() for text in abstracts)
+    for text in abstracts:
+        want = hashlib.sha1(" ".join(words(text)).encode("utf-8")).hexdigest()[:16]
+        assert abstract_fingerprint(text) == want, text
+    assert abstract_fingerprint("Deep  learning,\tof GRAPHS!") == abstract_fingerprint("deep learning of graphs")
