@@ -2,7 +2,7 @@
 frequencies (and total counts) summed over the partitions, as they arrive, in any order; then
 the builder's vocabulary and each partition's local → vocabulary column map.
 
-Character n-grams travel as strings (a partition holds ~150,000 of them). Word terms travel
+Character n-grams travel as a numpy string array (a partition holds ~150,000 of them). Word terms travel
 as numbers: a partition's distinct words (tens of thousands) and, per term, its first and
 second word's place in them (:class:`~recommender.word_grams.WordGrams`), so that neither a
 worker nor the driver makes or hashes a string per term (a 12,500-paper partition holds ~0.8
@@ -10,8 +10,6 @@ million terms, and the driver must keep up with two workers). Only the vocabular
 become strings, once, at the end.
 """
 from __future__ import annotations
-
-from itertools import compress
 
 import numpy as np
 
@@ -50,47 +48,68 @@ class _Sums:
         return (df >= min_df) & (df <= max_df * n_papers)
 
 
-class TermCounts(_Sums):
-    """Terms as strings, each numbered when first seen (dict order is that numbering)."""
+class _SortedKeys(_Sums):
+    """Terms as keys kept sorted (an array, not a dict: the driver folds ~1 million terms a
+    partition), each key beside its term's number (numbered as first seen)."""
 
-    def __init__(self):
+    def __init__(self, dtype):
         super().__init__()
-        self.number: dict[str, int] = {}
-
-    def __len__(self) -> int:
-        return len(self.number)
-
-    def add(self, partition: int, terms: list[str], df: np.ndarray, total) -> None:
-        """Partition ``partition``'s terms, in any order of partitions (sums of integers)."""
-        number = self.number
-        numbers = np.fromiter((number.setdefault(term, len(number)) for term in terms), dtype=np.int64,
-                              count=len(terms))
-        self._add(partition, numbers, len(number), df, total)
-
-    def vocabulary(self, kind: str, n_papers: int) -> tuple[list[str], np.ndarray, np.ndarray, list[np.ndarray]]:
-        """The builder's vocabulary (sorted, limited by document frequency), its terms' df and
-        total counts, and each partition's local → vocabulary column map."""
-        kept = self._kept(kind, len(self.number), n_papers)
-        terms = sorted(compress(self.number, kept.tolist()))
-        if not terms:
-            raise ValueError("cannot build a vocabulary from the collection's texts (after pruning, no terms remain)")
-        numbers = np.fromiter(map(self.number.__getitem__, terms), dtype=np.int64, count=len(terms))
-        return terms, self.df[numbers], self.total[numbers], self._columns(numbers, len(self.number))
-
-
-class WordTermCounts(_Sums):
-    """Word uni+bigrams as numbers: each distinct word numbered when first seen, a term's key
-    ``(first word's number << 32) | (second word's number + 1, or 0)``, keys kept sorted beside
-    the terms' numbers (numbered when first seen)."""
-
-    def __init__(self):
-        super().__init__()
-        self.word_number: dict[str, int] = {}
-        self.keys = np.zeros(0, dtype=np.int64)
+        self.keys = np.zeros(0, dtype=dtype)
         self.key_numbers = np.zeros(0, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def _numbers(self, keys: np.ndarray) -> np.ndarray:
+        """The term number of each of ``keys`` (distinct), new keys numbered and inserted. Looked
+        up in sorted order (7x faster than in any order: each search starts where the last
+        ended), and the new ones inserted in that order (the keys stay sorted)."""
+        if keys.dtype.itemsize > self.keys.dtype.itemsize:  # (longer strings than seen so far)
+            self.keys = self.keys.astype(keys.dtype)
+        order = np.argsort(keys)
+        keys = keys[order]
+        places = np.searchsorted(self.keys, keys)
+        found = places < len(self.keys)
+        found[found] = self.keys[places[found]] == keys[found]
+        numbers = np.empty(len(keys), dtype=np.int64)
+        numbers[found] = self.key_numbers[places[found]]
+        fresh = np.flatnonzero(~found)
+        numbers[fresh] = len(self.keys) + np.arange(len(fresh))
+        self.keys = np.insert(self.keys, places[fresh], keys[fresh])
+        self.key_numbers = np.insert(self.key_numbers, places[fresh], numbers[fresh])
+        in_given_order = np.empty_like(numbers)
+        in_given_order[order] = numbers
+        return in_given_order
+
+
+class TermCounts(_SortedKeys):
+    """Terms as strings (a numpy string array of each partition's terms)."""
+
+    def __init__(self):
+        super().__init__("<U1")
+
+    def add(self, partition: int, terms, df: np.ndarray, total) -> None:
+        """Partition ``partition``'s terms, in any order of partitions (sums of integers)."""
+        terms = np.asarray(terms, dtype=str) if len(terms) else np.zeros(0, dtype="<U1")
+        self._add(partition, self._numbers(terms), len(self.keys), df, total)
+
+    def vocabulary(self, kind: str, n_papers: int) -> tuple[list[str], np.ndarray, np.ndarray, list[np.ndarray]]:
+        """The builder's vocabulary (sorted, limited by document frequency), its terms' df and
+        total counts, and each partition's local → vocabulary column map."""
+        kept = self._kept(kind, len(self.keys), n_papers)[self.key_numbers]  # in the keys' (sorted) order
+        if not kept.any():
+            raise ValueError("cannot build a vocabulary from the collection's texts (after pruning, no terms remain)")
+        numbers = self.key_numbers[kept]
+        return self.keys[kept].tolist(), self.df[numbers], self.total[numbers], self._columns(numbers, len(self.keys))
+
+
+class WordTermCounts(_SortedKeys):
+    """Word uni+bigrams as numbers: each distinct word numbered when first seen, a term's key
+    ``(first word's number << 32) | (second word's number + 1, or 0)``."""
+
+    def __init__(self):
+        super().__init__(np.int64)
+        self.word_number: dict[str, int] = {}
 
     def add(self, partition: int, words: list[str], first: np.ndarray, second: np.ndarray, df: np.ndarray,
             total) -> None:
@@ -100,22 +119,7 @@ class WordTermCounts(_Sums):
         numbers = np.fromiter((word_number.setdefault(word, len(word_number)) for word in words), dtype=np.int64,
                               count=len(words))
         keys = (numbers[first] << 32) | np.where(second >= 0, numbers[np.maximum(second, 0)] + 1, 0)
-        # Looked up in sorted order (7x faster than in the partition's order: each search starts
-        # where the last ended), and the new ones inserted in that order (the keys stay sorted).
-        order = np.argsort(keys)
-        keys = keys[order]
-        places = np.searchsorted(self.keys, keys)
-        found = places < len(self.keys)
-        found[found] = self.keys[places[found]] == keys[found]
-        term_numbers = np.empty(len(keys), dtype=np.int64)
-        term_numbers[found] = self.key_numbers[places[found]]
-        fresh = np.flatnonzero(~found)
-        term_numbers[fresh] = len(self.keys) + np.arange(len(fresh))
-        self.keys = np.insert(self.keys, places[fresh], keys[fresh])
-        self.key_numbers = np.insert(self.key_numbers, places[fresh], term_numbers[fresh])
-        in_partition_order = np.empty_like(term_numbers)
-        in_partition_order[order] = term_numbers
-        self._add(partition, in_partition_order, len(self.keys), df, total)
+        self._add(partition, self._numbers(keys), len(self.keys), df, total)
 
     def vocabulary(self, kind: str, n_papers: int) -> tuple[list[str], np.ndarray, np.ndarray, list[np.ndarray]]:
         """As :meth:`TermCounts.vocabulary`: the terms in string order (a space sorts before
