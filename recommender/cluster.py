@@ -181,7 +181,8 @@ def engine(scheduler: str | None = None, workers: int | None = None,
     # Dask starts its workers with MALLOC_TRIM_THRESHOLD_ set, which also pins glibc's mmap
     # threshold at 128 KiB: every larger numpy temporary is then mapped, page-faulted in and
     # unmapped again, and tokenising and scoring ran ~1.3x slower than in a plain process.
-    # Arrays up to 32 MiB come from the heap again; trimming still returns its top.
+    # Arrays up to 32 MiB come from the heap again, one arena (a task runs in a thread, whose
+    # own arena behaved as badly), and each step gives the freed pages back (_released_after).
     # Nor do local workers run Dask's sampling profiler (every 10 ms it walks the task's stack
     # under the GIL): litrank's steps report their own times.
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": MMAP_THRESHOLD,

@@ -190,6 +190,10 @@ class CountedTfidf:
     def rows(self) -> sparse.csr_matrix:
         return tfidf_rows(self.counts, self.idf, self.norms)
 
+    def take(self, rows: np.ndarray) -> sparse.csr_matrix:
+        """``rows()[rows]``, made from those rows' counts only."""
+        return tfidf_rows(self.counts[rows], self.idf, self.norms[rows])
+
     def columns(self, columns: np.ndarray) -> sparse.csr_matrix:
         """``rows()[:, columns]`` (``columns`` sorted and distinct), made from those columns' counts only."""
         kept = unnormalised_tfidf(self.counts[:, columns], self.idf[columns], share_structure=True)

@@ -29,7 +29,7 @@ from scipy import sparse
 
 from .collection_index import LibraryWeighting
 from .index_features import (CountedTfidf, author_incidence, bm25_parameters_of, bm25_weights, count_chars, embedder_id,
-                             fold_accents, idf_of, tfidf_norms, tfidf_rows)
+                             fold_accents, idf_of, tfidf_norms)
 from .paper import Paper
 from .partition_terms import TermCounts, WordTermCounts
 
@@ -177,7 +177,8 @@ def _remapped(counts: sparse.csr_matrix, columns: np.ndarray, width: int) -> spa
     order of the columns it keeps (both vocabularies are sorted), so rows stay sorted."""
     new = columns[counts.indices] if len(columns) else np.zeros(0, dtype=np.int32)
     if len(columns) and columns.min() >= 0:  # every local term kept (most partitions' character n-grams)
-        return sparse.csr_matrix((counts.data, new.astype(np.int32, copy=False), counts.indptr), shape=(counts.shape[0], width))
+        return sparse.csr_matrix((counts.data, new.astype(np.int32, copy=False), counts.indptr),
+                                 shape=(counts.shape[0], width))
     keep = new >= 0
     row_of_value = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
     lengths = np.bincount(row_of_value[keep], minlength=counts.shape[0])
@@ -226,15 +227,6 @@ class CompactPart:
     def identity_keys(self) -> list[tuple[str, ...]]:
         return self.keys
 
-    @property
-    def word(self) -> sparse.csr_matrix:
-        return tfidf_rows(self.word_counts, self.weights.word_idf, self.word_norms)
-
-    @property
-    def char(self) -> sparse.csr_matrix | None:
-        return None if self.char_counts is None else tfidf_rows(self.char_counts, self.weights.char_idf,
-                                                                 self.char_norms)
-
     def scoring_rows(self) -> tuple[CountedTfidf, CountedTfidf | None]:
         """The word and character TF-IDF rows as scoring reads them: a product with a few library
         vectors makes only the columns those use."""
@@ -242,12 +234,20 @@ class CompactPart:
                                                                   self.char_norms)
         return CountedTfidf(self.word_counts, self.weights.word_idf, self.word_norms), char
 
+    @property
+    def word(self) -> sparse.csr_matrix:
+        return self.scoring_rows()[0].rows()
+
+    @property
+    def char(self) -> sparse.csr_matrix | None:
+        char = self.scoring_rows()[1]
+        return None if char is None else char.rows()
+
     def lexical_rows(self, rows: np.ndarray) -> tuple[sparse.csr_matrix, sparse.csr_matrix | None]:
         """The word and character TF-IDF rows ``rows`` (of this part), made from those rows' counts
         only (a row's TF-IDF depends on its own counts: the numbers of :attr:`word` and :attr:`char`)."""
-        char = None if self.char_counts is None else tfidf_rows(self.char_counts[rows], self.weights.char_idf,
-                                                                self.char_norms[rows])
-        return tfidf_rows(self.word_counts[rows], self.weights.word_idf, self.word_norms[rows]), char
+        word, char = self.scoring_rows()
+        return word.take(rows), None if char is None else char.take(rows)
 
     @property
     def bm25(self) -> sparse.csr_matrix:

@@ -378,6 +378,8 @@ def test_counted_tfidf_makes_the_rows_and_any_columns_of_them_bit_for_bit():
         counted = CountedTfidf(counts, idf, tfidf_norms(counts, idf))
         whole = tfidf_rows(counts, idf)
         assert counted.shape == whole.shape and (counted.rows() != whole).nnz == 0
+        some = np.array([0, 3, 3, counts.shape[0] - 1])
+        assert np.array_equal(counted.take(some).toarray(), whole[some].toarray())
         rng = np.random.default_rng(0)
         for share in (0.0, 0.01, 0.3, 1.0):
             columns = np.sort(rng.choice(counts.shape[1], int(share * counts.shape[1]), replace=False))
