@@ -31,7 +31,10 @@ from ._io import atomic_write_binary
 from .errors import SourceError
 
 FORMAT = "litrank-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Format 1 stored the LSA components (k x n_terms) where format 2 stores their basis (n_papers x k):
+# the same index, read the same way.
+READABLE_VERSIONS = (1, 2)
 SUFFIX = ".litrank"
 _PAPER_FIELDS = {f.name for f in dataclasses.fields(Paper)}
 
@@ -58,8 +61,8 @@ def write(index, path: str | Path) -> None:
             for name, array in arrays.items():
                 buffer = io.BytesIO()
                 np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-                # Stored, not deflated: numeric arrays shrink little (the LSA components not at
-                # all) and inflating them was most of the time `rank -c x.litrank` spent reading.
+                # Stored, not deflated: numeric arrays shrink little and inflating them was most
+                # of the time `rank -c x.litrank` spent reading.
                 archive.writestr(f"arrays/{name}.npy", buffer.getvalue(), compress_type=zipfile.ZIP_STORED)
 
     atomic_write_binary(Path(path).expanduser(), write_zip)
@@ -87,9 +90,9 @@ def _open(path: Path) -> zipfile.ZipFile:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise SourceError(f"{path}: not a litrank index (its manifest names another format)")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        raise SourceError(f"{path}: litrank index format {version}, but this litrank reads format "
-                          f"{FORMAT_VERSION}; rebuild it with `litrank index`")
+    if version not in READABLE_VERSIONS:
+        raise SourceError(f"{path}: litrank index format {version}, but this litrank reads formats "
+                          f"{', '.join(map(str, READABLE_VERSIONS))}; rebuild it with `litrank index`")
     return archive
 
 

@@ -18,7 +18,7 @@ from scipy import sparse
 
 from .affinity import AffinityScorer, partition_bounds
 from .collection_index import CollectionIndex
-from .index_features import fit_lsa, lsa_rows, widen_columns
+from .index_features import components_from_basis, fit_lsa, lsa_rows, widen_columns
 from .hybrid import HybridModel
 from .model import TermExplainer
 from .paper import Paper
@@ -26,8 +26,10 @@ from .partitioned_index import build_partitioned
 
 
 def _fit_lsa(parts: list, n_components: int, random_state: int):
-    """The builder's LSA fit on the whole collection's word rows, gathered on one worker."""
-    return fit_lsa(sparse.vstack([part.word for part in parts], format="csr"), n_components, random_state)
+    """The builder's LSA components, fitted on the whole collection's word rows gathered on one worker."""
+    word = sparse.vstack([part.word for part in parts], format="csr")
+    basis = fit_lsa(word, n_components, random_state)
+    return None if basis is None else components_from_basis(word, basis)
 
 
 def take_rows(part, state, rows: np.ndarray, components) -> dict:

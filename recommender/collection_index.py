@@ -23,10 +23,10 @@ from scipy import sparse
 
 from .char_grams import count_char_grams
 from .estimator import Estimator
-from .index_features import (ColumnNames, TopicRows, author_incidence, bm25_parameters, bm25_weights, count_words,
-                             document_frequency_limits, embedder_id, feature_layout, fit_counts, fit_lsa, fold_accents,
-                             idf_of, lsa_rows, smooth_idf, start_char_job, tfidf_rows, title_analyzer, title_counter,
-                             widen_columns)
+from .index_features import (ColumnNames, TopicRows, author_incidence, basis_from_components, bm25_parameters,
+                             bm25_weights, components_from_basis, count_words, document_frequency_limits, embedder_id,
+                             feature_layout, fit_counts, fit_lsa, fold_accents, idf_of, lsa_rows, smooth_idf,
+                             start_char_job, tfidf_rows, title_analyzer, title_counter, widen_columns)
 from .paper import IDENTITY_RULE, Paper
 from .representations import Representations
 from .sparse_products import head_product
@@ -146,7 +146,7 @@ class CollectionIndex(LibraryWeighting):
     title_terms: list[str] | None = None
     title_idf: np.ndarray | None = None
     title_counts: sparse.csr_matrix | None = None
-    lsa_components: np.ndarray | None = None
+    lsa_basis: np.ndarray | None = None  # (n_papers, k) LSA basis: see index_features.fit_lsa
     author_names: list[str] = field(default_factory=list)
     author_rows: sparse.csr_matrix | None = None
     embeddings: np.ndarray | None = None
@@ -166,7 +166,7 @@ class CollectionIndex(LibraryWeighting):
             raise ValueError("this index was built by a litrank with another feature layout; rebuild it with "
                              "`litrank index`")
         n = len(self.papers)
-        for name in ("word_counts", "char_counts", "title_counts", "author_rows", "embeddings"):
+        for name in ("word_counts", "char_counts", "title_counts", "author_rows", "embeddings", "lsa_basis"):
             value = getattr(self, name)
             if value is not None and value.shape[0] != n:
                 raise ValueError(f"the index is inconsistent: {name} has {value.shape[0]} rows for {n} papers")
@@ -185,7 +185,7 @@ class CollectionIndex(LibraryWeighting):
         self._document_frequencies: dict = {}
 
     _MATRICES = ("word_counts", "char_counts", "title_counts", "author_rows")
-    _ARRAYS = ("word_idf", "char_idf", "title_idf", "lsa_components", "embeddings")
+    _ARRAYS = ("word_idf", "char_idf", "title_idf", "lsa_basis", "embeddings")
     _LISTS = ("word_terms", "char_terms", "title_terms", "author_names")
 
     def to_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
@@ -195,6 +195,8 @@ class CollectionIndex(LibraryWeighting):
         metadata.update((name, getattr(self, name)) for name in self._LISTS)
         # Made once here: finding the papers a library already holds needs them on every ranking.
         metadata["identity_keys"] = {"rule": IDENTITY_RULE, "keys": self.identity_keys()}
+        if self.lsa_basis is None and self.lsa_components is not None:  # read from a format-1 file
+            self.lsa_basis = basis_from_components(self.word_rows, self.lsa_components)
         arrays = {name: np.asarray(getattr(self, name)) for name in self._ARRAYS if getattr(self, name) is not None}
         for name in self._MATRICES:
             matrix = getattr(self, name)
@@ -234,6 +236,11 @@ class CollectionIndex(LibraryWeighting):
                 raise ValueError(f"the index is inconsistent: {terms} does not match {matrix}")
         index = cls(papers=list(papers), embedder_id=metadata.get("embedder_id"), layout=metadata["layout"],
                     author_names=fields.pop("author_names") or [], **fields)
+        if "lsa_components" in arrays and "lsa_basis" not in arrays:
+            components = np.asarray(arrays["lsa_components"], dtype=np.float32)
+            if components.ndim != 2 or components.shape[1] != index.word_rows.shape[1]:
+                raise ValueError("the index is inconsistent: its LSA components do not match its word vocabulary")
+            index._cached["lsa_components"] = components  # its basis is made only to write it again
         stored = metadata.get("identity_keys")
         if isinstance(stored, dict) and stored.get("rule") == IDENTITY_RULE:
             keys = stored.get("keys")
@@ -246,6 +253,17 @@ class CollectionIndex(LibraryWeighting):
     @property
     def n_papers(self) -> int:
         return len(self.papers)
+
+    @property
+    def lsa_components(self) -> np.ndarray | None:
+        """The LSA components, shape ``(k, n_word_terms)``: made from the basis on first use (only
+        the diversity re-ordering and the report's map read topic rows), or as a format-1 file
+        stored them."""
+        if "lsa_components" not in self._cached:
+            if self.lsa_basis is None:
+                return None
+            self._cached["lsa_components"] = components_from_basis(self.word_rows, self.lsa_basis)
+        return self._cached["lsa_components"]
 
     def _lsa(self, word_rows) -> np.ndarray:
         return lsa_rows(word_rows, self.lsa_components)
@@ -398,9 +416,9 @@ class CollectionIndexBuilder(Estimator):
                 parts.update(title_counts=title_counts, title_terms=title_terms, title_idf=smooth_idf(title_counts))
             except ValueError:  # titles made only of stop words
                 pass
-        components = fit_lsa(tfidf_rows(word_counts, word_idf), self.lsa_components, self.random_state)
-        if components is not None:
-            parts["lsa_components"] = components
+        basis = fit_lsa(tfidf_rows(word_counts, word_idf), self.lsa_components, self.random_state)
+        if basis is not None:
+            parts["lsa_basis"] = basis
         vocabulary: dict[str, int] = {}
         parts["author_rows"] = author_incidence(papers, vocabulary, grow=True)
         parts["author_names"] = list(vocabulary)

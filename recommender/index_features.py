@@ -294,19 +294,58 @@ class ColumnNames:
 
 
 def fit_lsa(word_rows: sparse.csr_matrix, n_components: int, random_state: int = 0) -> np.ndarray | None:
-    """The LSA topic space (TruncatedSVD components, float32) of a collection's word TF-IDF
-    rows; None when there are too few rows or terms for ``n_components`` (or it is 0)."""
+    """The LSA topic space (TruncatedSVD) of a collection's word TF-IDF rows, as the rows' basis:
+    ``U / s`` of the truncated SVD ``X ≈ U diag(s) Vt``, float32, shape ``(n_rows, n_components)``.
+
+    The components follow from it and the rows it was fitted on (:func:`components_from_basis`), so
+    an index stores ``n_rows x k`` numbers instead of ``k x n_terms`` (0.8 MB instead of 49 MB
+    for 3,000 papers). None when there are too few rows or terms for ``n_components`` (or it is 0).
+    """
     if not n_components or min(word_rows.shape) <= n_components + 1:
         return None
-    from sklearn.decomposition import TruncatedSVD
+    from sklearn.utils.extmath import randomized_svd
     from threadpoolctl import threadpool_limits
 
-    svd = TruncatedSVD(n_components, algorithm="randomized", n_iter=3, random_state=random_state)
+    # TruncatedSVD(algorithm="randomized", n_iter=3)'s own call, for U (it keeps only s and Vt).
     # Measured: the randomized SVD's small dense QR/LU steps run ~15x slower on two
     # OpenBLAS threads than on one (thread hand-off dominates at this size).
     with threadpool_limits(1, user_api="blas"):
-        svd.fit(word_rows)
-    return svd.components_.astype(np.float32)
+        u, singular, _ = randomized_svd(word_rows, n_components, n_iter=3, random_state=random_state,
+                                        flip_sign=False)
+    return _divided_by_squares(u * singular, singular)
+
+
+def components_from_basis(word_rows: sparse.spmatrix, basis: np.ndarray) -> np.ndarray:
+    """The LSA components ``diag(1/s) U.T X`` (float32, shape ``(k, n_terms)``) of the rows ``X``
+    that ``basis`` (:func:`fit_lsa`) was fitted on.
+
+    The randomized SVD gives ``X``'s top right singular vectors approximately, with ``U diag(s)
+    = X Vt.T`` exactly; these are its vectors taken one product with ``X.T X`` further, so they
+    span the topic space a little better (3,000 conference papers, 64 topics: 6.74% of the TF-IDF
+    rows' energy against the SVD's own 6.51%, each component within 12° of the SVD's).
+    """
+    rows = sparse.csr_matrix(word_rows)
+    # A transposed view, not a copy: lsa_rows multiplies by its transpose, C-ordered again, and
+    # copying 64 x 190,904 floats (3,000 papers) took 4x longer than the product.
+    return (rows.T @ np.asarray(basis, dtype=rows.dtype)).T.astype(np.float32, copy=False)
+
+
+def basis_from_components(word_rows: sparse.spmatrix, components: np.ndarray) -> np.ndarray:
+    """The basis (:func:`fit_lsa`) of the rows ``X`` that the randomized SVD's ``components``
+    were fitted on: ``X Vt.T`` is ``U diag(s)`` and ``s`` its column norms, ``U`` being
+    orthonormal. For index files written before the basis was stored (format 1)."""
+    transformed = np.asarray(sparse.csr_matrix(word_rows) @ np.asarray(components, dtype=np.float64).T)
+    return _divided_by_squares(transformed, np.sqrt(np.einsum("ij,ij->j", transformed, transformed)))
+
+
+def _divided_by_squares(transformed: np.ndarray, singular: np.ndarray) -> np.ndarray:
+    """``U diag(s)`` → ``U diag(1/s)``; a direction with no weight (a rank-deficient
+    collection: duplicate papers) is left at zero, as it adds nothing to a topic row."""
+    singular = np.asarray(singular, dtype=np.float64)
+    scale = np.zeros_like(singular)
+    kept = singular > singular.max(initial=0.0) * 1e-7
+    scale[kept] = 1.0 / singular[kept] ** 2
+    return (np.asarray(transformed, dtype=np.float64) * scale).astype(np.float32)
 
 
 def lsa_rows(word_rows, components: np.ndarray) -> np.ndarray:

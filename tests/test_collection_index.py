@@ -60,6 +60,86 @@ def test_round_trip_keeps_papers_vocabularies_and_scores(tmp_path):
     assert connectors.load(path) == papers  # any command taking papers reads an index's papers
 
 
+def _papers_with_topics():
+    """The 14 report papers and the 54 of the example library: enough rows for an 8-topic LSA."""
+    return connectors.load(COLLECTION) + connectors.load(EXAMPLE_LIBRARY)
+
+
+def test_the_lsa_basis_spans_the_svds_topic_space_at_least_as_well():
+    from sklearn.decomposition import TruncatedSVD
+
+    from recommender.index_features import basis_from_components, components_from_basis, fit_lsa
+
+    index = CollectionIndexBuilder(lsa_components=0).build(_papers_with_topics())
+    rows = index.word_rows.astype(np.float64)
+    basis = fit_lsa(rows, 8)
+    assert basis.shape == (index.n_papers, 8) and basis.dtype == np.float32
+    svd = TruncatedSVD(8, algorithm="randomized", n_iter=3, random_state=0).fit(rows)
+    components = components_from_basis(rows, basis)
+    assert components.shape == (8, len(index.word_terms)) and components.dtype == np.float32
+    unit = components / np.linalg.norm(components, axis=1, keepdims=True)
+    assert np.abs(np.sum(unit * svd.components_, axis=1)).min() > 0.95  # the same topics, one by one
+
+    def energy(directions):  # the share of the rows' squared norm their span keeps
+        span, _ = np.linalg.qr(np.asarray(directions, dtype=np.float64).T)
+        return np.square(rows @ span).sum() / rows.multiply(rows).sum()
+
+    assert energy(components) >= energy(svd.components_) - 1e-6
+    # The SVD's own components (a format-1 index) give the basis back, up to each topic's sign.
+    recovered = basis_from_components(rows, svd.components_)
+    signs = np.sign(np.sum(recovered * basis, axis=0))
+    np.testing.assert_allclose(recovered * signs, basis, rtol=1e-4, atol=1e-6)
+
+
+def test_an_index_stores_the_lsa_basis_not_the_components(tmp_path):
+    built = CollectionIndexBuilder(lsa_components=8).build(_papers_with_topics())
+    path = tmp_path / "topics.litrank"
+    litrank_index.write(built, path)
+    with zipfile.ZipFile(path) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+        basis = np.load(io.BytesIO(archive.read("arrays/lsa_basis.npy")))
+    assert manifest["format_version"] == 2 and "lsa_components" not in manifest["arrays"]
+    assert basis.shape == (68, 8)  # a row per paper, not a column per term (5,000+ here)
+    loaded = litrank_index.read(path)
+    np.testing.assert_array_equal(loaded.lsa_components, built.lsa_components)
+    np.testing.assert_array_equal(loaded.lsa_rows, built.lsa_rows)
+    assert np.isfinite(loaded.lsa_rows).all()
+    np.testing.assert_allclose(np.linalg.norm(loaded.lsa_rows, axis=1), 1.0, rtol=1e-5)
+
+
+def test_an_index_of_format_1_is_read_with_its_own_components(tmp_path):
+    from recommender.index_features import lsa_rows
+
+    built = CollectionIndexBuilder(lsa_components=8).build(_papers_with_topics())
+    current = tmp_path / "current.litrank"
+    litrank_index.write(built, current)
+    # Format 1 stored the components themselves; any topic space of these rows will do here.
+    components = (built.lsa_components * np.linspace(1.0, 2.0, 8)[:, None]).astype(np.float32)
+    buffer = io.BytesIO()
+    np.save(buffer, components)
+    old = tmp_path / "old.litrank"
+    with zipfile.ZipFile(current) as source, zipfile.ZipFile(old, "w") as target:
+        for name in source.namelist():
+            if name == "manifest.json":
+                manifest = json.loads(source.read(name))
+                manifest["format_version"] = 1
+                manifest["arrays"] = sorted(set(manifest["arrays"]) - {"lsa_basis"} | {"lsa_components"})
+                target.writestr(name, json.dumps(manifest))
+            elif name != "arrays/lsa_basis.npy":
+                target.writestr(name, source.read(name))
+        target.writestr("arrays/lsa_components.npy", buffer.getvalue())
+    loaded = litrank_index.read(old)
+    np.testing.assert_array_equal(loaded.lsa_components, components)
+    np.testing.assert_array_equal(loaded.lsa_rows, lsa_rows(built.word_rows, components))
+    library = connectors.load(EXAMPLE_LIBRARY)[:5]
+    np.testing.assert_array_equal(score_library(loaded, library), score_library(built, library))
+    # Written again, it is a format-2 file with a basis of its topic space.
+    again = tmp_path / "again.litrank"
+    litrank_index.write(loaded, again)
+    resaved = litrank_index.read(again)
+    assert resaved.lsa_basis.shape == (68, 8) and np.isfinite(resaved.lsa_rows).all()
+
+
 def test_rank_against_the_index_equals_rank_against_the_jsonl(tmp_path, index_file):
     # The library holds two papers of the collection: they are skipped either way.
     library = tmp_path / "library.jsonl"
