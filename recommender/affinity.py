@@ -25,7 +25,8 @@ import numpy as np
 from scipy import sparse
 
 from . import partitioned_scoring as steps
-from .collection_index import CollectionIndex, LibraryWeighting
+from .collection_index import CollectionIndex
+from .library_weighting import LibraryWeighting
 from .index_features import author_incidence
 from .hybrid import HybridModel
 from .paper import Paper

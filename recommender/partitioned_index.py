@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy import sparse
 
-from .collection_index import LibraryWeighting
+from .library_weighting import LibraryWeighting
 from .index_features import (CountedTfidf, author_incidence, bm25_parameters_of, bm25_weights, count_chars, embedder_id,
                              fold_accents, idf_of, tfidf_norms)
 from .paper import Paper
@@ -38,7 +38,7 @@ from .partition_terms import TermCounts, WordTermCounts
 class IndexVocabulary(LibraryWeighting):
     """The collection-wide fitted state of a partitioned index: what transforms a library (as
     :class:`~recommender.collection_index.CollectionIndex` does, by the same
-    :class:`~recommender.collection_index.LibraryWeighting`)."""
+    :class:`~recommender.library_weighting.LibraryWeighting`)."""
 
     word_terms: list[str]
     word_idf: np.ndarray
