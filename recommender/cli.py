@@ -82,7 +82,8 @@ def _source_options(function):
         model_options,
         remote_options,
         click.option("--diversity", type=click.FloatRange(0, 1), default=DEFAULT_DIVERSITY, show_default=True,
-                     help="0 = pure relevance order; higher values push near-duplicate topics down the list (MMR)."),
+                     help="0 = score order (best on expert judgements); higher values push papers on a topic "
+                          "already picked down the list (maximal marginal relevance)."),
         click.option("--no-feedback", is_flag=True,
                      help="Ignore stored likes/dislikes (litrank feedback) and litrank:liked/disliked keywords."),
         click.option("--enrich", is_flag=True,

@@ -143,6 +143,30 @@ def evaluate_csfcube(data, methods: Sequence[str], query_facets: Sequence[tuple[
     return results
 
 
+def evaluate_delivered(data, query_facets: Sequence[tuple[str, str]], model_factory: Callable[[], object],
+                       diversity: float) -> Scores:
+    """Metrics of the order ``litrank rank --diversity D`` delivers: each pool ranked by
+    ``model_factory()``'s scores, then its head re-ranked as :class:`~recommender.ranking.Ranker`
+    does (:func:`~recommender.ranking.diversified`; :func:`evaluate_csfcube` ranks by the scores
+    alone, which is the same for ``diversity=0``)."""
+    from .ranking import diversified
+
+    scores = Scores()
+    orders: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for query, facet in query_facets:
+        grades = data.pool(query, facet)
+        pool_ids = sorted(grades)
+        key = (query, tuple(pool_ids))
+        if key not in orders:
+            model = model_factory().fit([data.papers[query]], [data.papers[paper_id] for paper_id in pool_ids])
+            values = np.asarray(model.scores_)
+            order = sorted(range(len(pool_ids)), key=lambda i: (-round(float(values[i]), 10), pool_ids[i]))
+            orders[key] = [pool_ids[i] for i in diversified(order, values, model, diversity)]
+        scores.per_query_facet[(query, facet)] = {"ndcg%20": ndcg_at_share(orders[key], grades),
+                                                  "map": average_precision(orders[key], grades)}
+    return scores
+
+
 def summary(results: Mapping[str, Scores], query_facets: Sequence[tuple[str, str]]) -> dict[str, dict]:
     """``{method: {"all": {...}, "background": {...}, "method": {...}, "result": {...}}}`` over the given
     query-facets, metrics rounded to 4 places."""

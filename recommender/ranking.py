@@ -129,6 +129,16 @@ def mmr_order(scores: np.ndarray, similarity: np.ndarray, diversity: float) -> l
     return chosen
 
 
+def diversified(order: list[int], scores: np.ndarray, model, diversity: float) -> list[int]:
+    """``order`` (candidate positions, best first) with its first :data:`MMR_POOL` re-ranked by
+    :func:`mmr_order` over the fitted ``model``'s ``candidate_similarity``; as is for 0."""
+    if diversity <= 0 or len(order) < 2:
+        return list(order)
+    head = np.array(order[:MMR_POOL])
+    similarity = model.candidate_similarity(model.candidate_rows_[head])
+    return [int(head[i]) for i in mmr_order(np.asarray(scores)[head], similarity, diversity)] + list(order[MMR_POOL:])
+
+
 class Ranker:
     """Scores a collection against a library with a model and explains the picks.
 
@@ -136,8 +146,9 @@ class Ranker:
     ----------
     model : object with ``fit(library, candidates, judgements, library_grades)``, default HybridModel()
         See :mod:`recommender.hybrid` and :mod:`recommender.model`.
-    diversity : float in [0, 1], default=0.15
-        Weight of redundancy in the maximal-marginal-relevance re-ranking of the list head.
+    diversity : float in [0, 1], default=0.0
+        Weight of redundancy in the maximal-marginal-relevance re-ranking of the list head
+        (0: score order, what ranks best on expert judgements).
     engine : recommender.cluster engine, optional
         Score the collection partitioned over it (a Dask cluster); the hybrid model only. The
         ranking equals the one computed in this process.
@@ -214,10 +225,7 @@ class Ranker:
                                        library_grades=grades)
             scores = np.asarray(model.scores_)[: len(candidates)]
             order = sorted(range(len(candidates)), key=lambda i: (-round(float(scores[i]), 10), candidates[i].id))
-            if self.diversity > 0 and len(order) > 1:
-                head = np.array(order[:MMR_POOL])
-                similarity = model.candidate_similarity(model.candidate_rows_[head])
-                order = [int(head[i]) for i in mmr_order(scores[head], similarity, self.diversity)] + order[MMR_POOL:]
+            order = diversified(order, scores, model, self.diversity)
             if top:
                 order = order[:top]
             rows = model.candidate_rows_[order]

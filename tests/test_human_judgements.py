@@ -10,7 +10,10 @@ from click.testing import CliRunner
 
 from connectors import SourceError, csfcube
 from recommender.cli import main
-from recommender.human_judgements import (average_precision, evaluate_csfcube, ndcg_at_share, summary)
+from recommender.defaults import DEFAULT_DIVERSITY
+from recommender.human_judgements import (average_precision, evaluate_csfcube, evaluate_delivered, ndcg_at_share,
+                                         summary)
+from recommender.hybrid import HybridModel
 from tests.conftest import SHARED, require
 
 CSFCUBE = SHARED / "data" / "csfcube"
@@ -78,6 +81,16 @@ def test_the_default_model_beats_every_reference_on_the_test_fold(lexical_result
         assert hybrid[facet]["ndcg%20"] >= test["tfidf"][facet]["ndcg%20"]
         assert hybrid[facet]["map"] >= test["tfidf"][facet]["map"]
     assert test["random"]["all"]["ndcg%20"] < 0.3
+
+
+def test_what_rank_delivers_by_default_is_what_the_evaluation_reports(lexical_results, data):
+    dev = data.query_facets("fold1_dev")
+    delivered = evaluate_delivered(data, dev, HybridModel, DEFAULT_DIVERSITY)
+    assert summary({"hybrid": delivered}, dev) == summary({"hybrid": lexical_results["hybrid"]}, dev)
+    # The diversity re-ordering moves papers: chosen on fold1_dev, where it lowers MAP.
+    diverse = summary({"hybrid": evaluate_delivered(data, dev, HybridModel, 0.15)}, dev)["hybrid"]["all"]
+    plain = summary(lexical_results, dev)["hybrid"]["all"]
+    assert diverse["map"] < plain["map"] - 0.005 and diverse["ndcg%20"] < plain["ndcg%20"]
 
 
 def test_cli_json_reports_every_method_per_facet_and_fold(lexical_results, data):

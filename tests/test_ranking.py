@@ -80,6 +80,15 @@ def test_diversity_spreads_the_head_of_the_list():
         Ranker(diversity=1.5).rank(LIBRARY, COLLECTION)
 
 
+def test_the_default_list_is_in_score_order():
+    ranking = Ranker().rank(EXAMPLE_LIBRARY, require(SEEDS), top=0)
+    scores = [pick.score for pick in ranking.recommendations]
+    assert len(scores) == ranking.n_candidates > 50
+    assert scores == sorted(scores, reverse=True)
+    diverse = [pick.score for pick in Ranker(diversity=0.3).rank(EXAMPLE_LIBRARY, require(SEEDS), top=0).recommendations]
+    assert sorted(diverse, reverse=True) == scores and diverse != scores
+
+
 def test_feedback_removes_disliked_and_lifts_neighbours_of_liked():
     library, collection = EXAMPLE_LIBRARY, require(SEEDS)
     base = Ranker(diversity=0).rank(library, collection)
