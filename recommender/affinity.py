@@ -154,11 +154,12 @@ class AffinityScorer:
         word, char = columns["word"][rows], None if columns["char"] is None else columns["char"][rows]
         layout = _Layout(columns["word_columns"], columns["word"].shape[1], columns["char_columns"],
                          0 if char is None else char.shape[1])
+        papers = [paper for library in libraries for paper in library]
         return _Columns(layout, word, char, steps.LibraryColumns(
-            papers=[paper for library in libraries for paper in library], profile_of=profile_of,
+            papers=papers, profile_of=profile_of,
             word=layout.collection_part(word, "word"), char=layout.collection_part(char, "char"),
             embeddings=None if columns["embedding"] is None else columns["embedding"][rows], queries=queries,
-            authors=columns["authors"][rows], char_weight=model.char_weight, dense_weight=model.dense_weight,
+            authors=columns["authors"][rows], char_weight=model.char_weight, dense_weight=model.dense_weights(papers),
             feedback_docs=model.feedback_docs, feedback_weight=model.feedback_weight,
             profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation))
 

@@ -46,6 +46,7 @@ from .paper import Paper
 from .representations import Representations
 from .signals import library_query_bm25
 from .sparse_products import SideBySide, dense_product, normalize_rows, take_rows
+from .text import words
 
 # Rows of a (rows x library papers) block handled at a time: 512 x 500 float64 is 2 MB, in cache.
 ROW_CHUNK = 512
@@ -196,6 +197,12 @@ class HybridModel(TermExplainer, Estimator):
         Other library papers may serve as feedback too (beside the collection's).
     dense_weight : float, default=0.5
         Weight of the standardised dense cosine against the standardised lexical one.
+    short_text_words : int, default=20
+        A library paper of fewer words (a title without its abstract, say) weighs the dense
+        cosine by ``dense_weight * short_text_words / words`` instead: a few words make a
+        noisy lexical match, while a sentence embedding of a title is still a fair one.
+        Abstracts are not affected (CSFCube's shortest query has 75 words). See
+        :meth:`dense_weights`.
     dense_feedback_weight : float, default=0.0
         Pseudo-relevance feedback for the dense vectors too (0: plain dense cosine). With
         an embedder, feedback candidates are chosen by the fused first-pass score.
@@ -219,15 +226,16 @@ class HybridModel(TermExplainer, Estimator):
     """
 
     def __init__(self, embedder=None, char_weight: float = 0.5, feedback_docs: int = 8, feedback_weight: float = 1.0,
-                 library_feedback: bool = True, dense_weight: float = 0.5, dense_feedback_weight: float = 0.0,
-                 profile_weight: float = 3.0, author_weight: float = 40.0, aggregation: str | int = "auto",
-                 random_state: int = 0):
+                 library_feedback: bool = True, dense_weight: float = 0.5, short_text_words: int = 20,
+                 dense_feedback_weight: float = 0.0, profile_weight: float = 3.0, author_weight: float = 40.0,
+                 aggregation: str | int = "auto", random_state: int = 0):
         self.embedder = embedder
         self.char_weight = char_weight
         self.feedback_docs = feedback_docs
         self.feedback_weight = feedback_weight
         self.library_feedback = library_feedback
         self.dense_weight = dense_weight
+        self.short_text_words = short_text_words
         self.dense_feedback_weight = dense_feedback_weight
         self.profile_weight = profile_weight
         self.author_weight = author_weight
@@ -247,6 +255,12 @@ class HybridModel(TermExplainer, Estimator):
 
         index = self.index_builder().build(candidates)
         return fit_on_index(self, index, library, None, judgements, library_grades)
+
+    def dense_weights(self, library: Sequence[Paper]) -> np.ndarray:
+        """The dense signal's weight for each library paper, shape (n_library,):
+        ``dense_weight``, raised for papers of fewer than ``short_text_words`` words."""
+        n_words = np.array([len(words(paper.text)) for paper in library], dtype=np.float64)
+        return self.dense_weight * np.maximum(1.0, self.short_text_words / np.maximum(n_words, 1.0))
 
     def index_builder(self):
         """The :class:`~recommender.collection_index.CollectionIndexBuilder` this model scores
@@ -271,8 +285,9 @@ class HybridModel(TermExplainer, Estimator):
         lexical_vectors, lexical_block = self._lexical(rep)
         dense = "embedding" in rep.vectors and self.dense_weight > 0
         if dense:
+            dense_weights = self.dense_weights(library)
             first_pass = self._first_pass(lexical_block, feedback_rows)
-            first_pass += self.dense_weight * self._first_pass(rep.blocks["embedding"], feedback_rows)
+            first_pass += dense_weights * self._first_pass(rep.blocks["embedding"], feedback_rows)
         else:
             # Standardising a column keeps its order: the plain cosines choose the same feedback.
             first_pass = _block_part(lexical_block, feedback_rows, self.library_rows_)
@@ -286,7 +301,7 @@ class HybridModel(TermExplainer, Estimator):
             self.feedback_weight / n_library), in_place=True)
         fused = lexical
         if dense:
-            dense_z = self.dense_weight * standardize_columns(feedback_expanded_similarity(
+            dense_z = dense_weights * standardize_columns(feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, first_pass,
                 self.feedback_docs, self.dense_feedback_weight / n_library), in_place=True)
             fused = lexical + dense_z

@@ -78,7 +78,7 @@ class LibraryColumns:
     queries: np.ndarray
     authors: sparse.csr_matrix
     char_weight: float
-    dense_weight: float
+    dense_weight: np.ndarray  # per column: HybridModel.dense_weights of the papers
     feedback_docs: int
     feedback_weight: float
     profile_weight: float
@@ -214,7 +214,7 @@ def first_moments(part: CollectionPart, state, library: LibraryColumns, profiles
     lexical[column_mask] = np.nan
     state = {"mask": mask, "lexical": lexical}
     moments = {"lexical": column_moments(lexical)}
-    if part.embeddings is not None and library.embeddings is not None and library.dense_weight > 0:
+    if part.embeddings is not None and library.embeddings is not None and np.any(library.dense_weight > 0):
         dense = np.asarray(part.embeddings @ library.embeddings.T).astype(np.float64)
         dense[column_mask] = np.nan
         state["dense"] = dense
@@ -227,7 +227,7 @@ def first_moments(part: CollectionPart, state, library: LibraryColumns, profiles
     return state
 
 
-def first_pass(block_lexical, block_dense, statistics, dense_weight: float) -> np.ndarray:
+def first_pass(block_lexical, block_dense, statistics, dense_weight: np.ndarray) -> np.ndarray:
     """The fused, standardised first-pass scores that choose the feedback papers."""
     mean, spread = statistics["lexical"]
     scores = (np.asarray(block_lexical, dtype=np.float64) - mean) / nonzero(spread)

@@ -77,7 +77,8 @@ def test_each_profile_scores_every_paper_as_rank_scores_its_library(profiles_dir
     for name, library in (("alice", connectors.load(EXAMPLE_LIBRARY)), ("bob", connectors.load(DATA / "report-collection.jsonl"))):
         expected = rank_scores(library, collection)
         assert set(scores[name]) == set(expected) and len(expected) == 70
-        assert max(abs(scores[name][paper] - expected[paper]) for paper in expected) < 1e-9
+        # 1e-7: the dense products are float32 on both paths, summed in another order here.
+        assert max(abs(scores[name][paper] - expected[paper]) for paper in expected) < 1e-7
     # carol's own papers are in the collection: not hers to score, as `rank` skips them.
     own = {paper.id for paper in collection[:3]}
     assert len(scores["carol"]) == 67 and not own & set(scores["carol"])
@@ -236,3 +237,35 @@ def test_embeddings_are_computed_once_for_papers_several_profiles_share(tmp_path
     assert result.exit_code == 0, result.stderr
     (summary,) = cache_summary()
     assert summary["vectors"] == len({paper.text for paper in collection + shared[:9]})
+
+
+def test_with_embeddings_profiles_score_as_rank_does_title_only_papers_included(tmp_path):
+    """Each library paper weighs the dense signal by its length (a title alone leans on it
+    more): the partitioned scoring reads the same per-paper weights as `rank`."""
+    pytest.importorskip("sentence_transformers", reason="dense embeddings need the extra: pip install 'litrank[embeddings]'")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from recommender import Paper
+
+    directory = tmp_path / "profiles"
+    directory.mkdir()
+    dana = connectors.load(DATA / "report-collection.jsonl")[:4] + [
+        Paper(id="dana-title", title="Masked diffusion language models for text generation")]
+    connectors.dump(dana, directory / "dana.jsonl")
+    connectors.dump(connectors.load(DATA / "report-collection.jsonl")[4:9], directory / "eli.jsonl")
+    out = tmp_path / "a.csv"
+    result = run("affinity", "--profiles", str(directory), "-c", str(COLLECTION), "--embedder", "all-MiniLM-L6-v2",
+                 "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    scores = scores_by_profile(read_csv(out)[1])
+    from recommender.embeddings import SentenceEmbedder
+
+    model = HybridModel(embedder=SentenceEmbedder("all-MiniLM-L6-v2"))
+    assert model.dense_weights(dana)[-1] > model.dense_weight  # the title alone: 8 words
+    collection = connectors.load(COLLECTION)
+    for name, library in (("dana", connectors.load(directory / "dana.jsonl")),
+                          ("eli", connectors.load(directory / "eli.jsonl"))):
+        ranking = Ranker(model, diversity=0).rank(library, collection, judgements={})
+        expected = {paper.id: float(score) for paper, score in zip(ranking.candidates, ranking.scores)}
+        assert set(scores[name]) == set(expected)
+        # 1e-7: the dense products are float32 on both paths, summed in another order here.
+        assert max(abs(scores[name][paper] - expected[paper]) for paper in expected) < 1e-7

@@ -139,3 +139,33 @@ def test_ranker_uses_the_hybrid_model_by_default_with_one_or_many_papers():
     many = Ranker().rank(library, require(SEEDS), top=5, explain_terms=3)
     assert len(many.recommendations) == 5 and all(pick.because for pick in many.recommendations)
     assert all(pick.drivers for pick in many.recommendations)
+
+
+def test_short_library_papers_weigh_the_dense_signal_more():
+    title_only = Paper(id="t", title="Masked diffusion language models")  # 4 words
+    weights = HybridModel().dense_weights([title_only, QUERY, Paper(id="e", title="")])
+    np.testing.assert_allclose(weights, [0.5 * 20 / 4, 0.5, 0.5 * 20])
+    np.testing.assert_allclose(HybridModel(short_text_words=0).dense_weights([title_only, QUERY]), [0.5, 0.5])
+
+
+def test_title_only_queries_gain_from_the_dense_weight_on_expert_judgements():
+    """CSFCube's dev fold with each query paper cut to its title (a Zotero item without an
+    abstract): the raised dense weight ranks the pools better (abstracts keep their weight,
+    above)."""
+    import dataclasses
+
+    pytest.importorskip("sentence_transformers", reason="dense embeddings need the extra: pip install 'litrank[embeddings]'")
+    from connectors import csfcube
+    from recommender.embeddings import SentenceEmbedder
+    from recommender.human_judgements import evaluate_delivered, summary
+    from tests.conftest import SHARED
+
+    data = csfcube.load(require(SHARED / "data" / "csfcube"))
+    dev = data.query_facets("fold1_dev")
+    embedder = SentenceEmbedder()
+    for query in {query for query, _ in dev}:
+        data.papers[query] = dataclasses.replace(data.papers[query], abstract="")
+    titles = {setting: summary({"m": evaluate_delivered(data, dev, lambda: HybridModel(embedder=embedder,
+                                                                                      short_text_words=setting), 0)},
+                               dev)["m"]["all"] for setting in (0, 20)}
+    assert titles[20]["ndcg%20"] > titles[0]["ndcg%20"] + 0.01 and titles[20]["map"] > titles[0]["map"]
