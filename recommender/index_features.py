@@ -362,13 +362,25 @@ class TopicRows:
     needs. Row for row, the numbers of :func:`lsa_rows` over all rows.
     """
 
-    def __init__(self, library_word, collection_word, components: np.ndarray):
-        self.parts, self.components = (library_word, collection_word), components
+    def __init__(self, library_word, collection_word, components):
+        """``components``: the array, or a function that makes it (the topic space is fitted
+        only when some row is first read)."""
+        self.parts, self._components = (library_word, collection_word), components
         self.n_library = library_word.shape[0]
-        self.shape = (self.n_library + collection_word.shape[0], components.shape[0])
+        self.n_rows = self.n_library + collection_word.shape[0]
+
+    @property
+    def components(self) -> np.ndarray:
+        if callable(self._components):
+            self._components = self._components()
+        return self._components
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n_rows, self.components.shape[0])
 
     def __getitem__(self, key) -> np.ndarray:
-        rows = np.arange(self.shape[0])[key]
+        rows = np.arange(self.n_rows)[key]
         wanted = np.atleast_1d(rows)
         out = np.empty((len(wanted), self.shape[1]), dtype=np.float32)
         in_library = wanted < self.n_library

@@ -107,6 +107,26 @@ def test_an_index_stores_the_lsa_basis_not_the_components(tmp_path):
     np.testing.assert_allclose(np.linalg.norm(loaded.lsa_rows, axis=1), 1.0, rtol=1e-5)
 
 
+def test_the_topic_space_is_fitted_only_when_read_or_written(tmp_path):
+    from recommender.index_features import fit_lsa
+    from recommender.ranking import Ranker
+
+    papers = _papers_with_topics()
+    index = CollectionIndexBuilder(lsa_components=8).build(papers)
+    assert index.has_topics and index.lsa_basis is None
+    Ranker(HybridModel(), diversity=0).rank(connectors.load(COLLECTION)[:3], index)
+    assert index.lsa_basis is None  # a ranking in score order never reads topics
+    Ranker(HybridModel(), diversity=0.3).rank(connectors.load(COLLECTION)[:3], index)
+    assert index.lsa_basis.shape == (68, 8)
+    np.testing.assert_array_equal(index.lsa_basis, fit_lsa(index.word_rows, 8))  # the same seed, the same space
+    unread = CollectionIndexBuilder(lsa_components=8).build(papers)
+    litrank_index.write(unread, tmp_path / "unread.litrank")
+    np.testing.assert_array_equal(litrank_index.read(tmp_path / "unread.litrank").lsa_basis, index.lsa_basis)
+    small = CollectionIndexBuilder().build(connectors.load(COLLECTION))  # 14 papers: too few for 64 topics
+    assert not small.has_topics and small.lsa_components is None and small.lsa_rows is None
+    assert "lsa" not in small.representations(connectors.load(EXAMPLE_LIBRARY)[:2]).vectors
+
+
 def test_an_index_of_format_1_is_read_with_its_own_components(tmp_path):
     from recommender.index_features import lsa_rows
 
