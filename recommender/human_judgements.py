@@ -65,6 +65,10 @@ def average_precision(ranked: Sequence[str], grades: Mapping[str, int], threshol
     return total / len(relevant)
 
 
+def _metrics(ranked: Sequence[str], grades: Mapping[str, int]) -> dict[str, float]:
+    return {"ndcg%20": ndcg_at_share(ranked, grades), "map": average_precision(ranked, grades)}
+
+
 def _model_scorer(factory: Callable[[], object]) -> Callable[[Paper, list[Paper]], np.ndarray]:
     return lambda query, pool: np.asarray(factory().fit([query], pool).scores_)
 
@@ -135,9 +139,7 @@ def evaluate_csfcube(data, methods: Sequence[str], query_facets: Sequence[tuple[
                     scores = scorers[method](data.papers[query], pool)
                     order = sorted(range(len(pool_ids)), key=lambda i: (-float(scores[i]), pool_ids[i]))
                     ranked_cache[key] = [pool_ids[i] for i in order]
-            ranked = ranked_cache[key]
-            results[method].per_query_facet[(query, facet)] = {
-                "ndcg%20": ndcg_at_share(ranked, grades), "map": average_precision(ranked, grades)}
+            results[method].per_query_facet[(query, facet)] = _metrics(ranked_cache[key], grades)
         if progress:
             progress(f"{query}_{facet}")
     return results
@@ -149,7 +151,7 @@ def evaluate_delivered(data, query_facets: Sequence[tuple[str, str]], model_fact
     ``model_factory()``'s scores, then its head re-ranked as :class:`~recommender.ranking.Ranker`
     does (:func:`~recommender.ranking.diversified`; :func:`evaluate_csfcube` ranks by the scores
     alone, which is the same for ``diversity=0``)."""
-    from .ranking import diversified
+    from .ranking import diversified, score_order
 
     scores = Scores()
     orders: dict[tuple[str, tuple[str, ...]], list[str]] = {}
@@ -160,10 +162,8 @@ def evaluate_delivered(data, query_facets: Sequence[tuple[str, str]], model_fact
         if key not in orders:
             model = model_factory().fit([data.papers[query]], [data.papers[paper_id] for paper_id in pool_ids])
             values = np.asarray(model.scores_)
-            order = sorted(range(len(pool_ids)), key=lambda i: (-round(float(values[i]), 10), pool_ids[i]))
-            orders[key] = [pool_ids[i] for i in diversified(order, values, model, diversity)]
-        scores.per_query_facet[(query, facet)] = {"ndcg%20": ndcg_at_share(orders[key], grades),
-                                                  "map": average_precision(orders[key], grades)}
+            orders[key] = [pool_ids[i] for i in diversified(score_order(values, pool_ids), values, model, diversity)]
+        scores.per_query_facet[(query, facet)] = _metrics(orders[key], grades)
     return scores
 
 

@@ -129,6 +129,12 @@ def mmr_order(scores: np.ndarray, similarity: np.ndarray, diversity: float) -> l
     return chosen
 
 
+def score_order(scores: np.ndarray, ids: Sequence[str]) -> list[int]:
+    """Positions by score, best first; equal scores (to 10 decimals: the same paper scored
+    through another path) by id, so the order is reproducible."""
+    return sorted(range(len(ids)), key=lambda i: (-round(float(scores[i]), 10), ids[i]))
+
+
 def diversified(order: list[int], scores: np.ndarray, model, diversity: float) -> list[int]:
     """``order`` (candidate positions, best first) with its first :data:`MMR_POOL` re-ranked by
     :func:`mmr_order` over the fitted ``model``'s ``candidate_similarity``; as is for 0."""
@@ -224,8 +230,8 @@ class Ranker:
                                                                         for i in range(len(disliked))},
                                        library_grades=grades)
             scores = np.asarray(model.scores_)[: len(candidates)]
-            order = sorted(range(len(candidates)), key=lambda i: (-round(float(scores[i]), 10), candidates[i].id))
-            order = diversified(order, scores, model, self.diversity)
+            order = diversified(score_order(scores, [paper.id for paper in candidates]), scores, model,
+                                self.diversity)
             if top:
                 order = order[:top]
             rows = model.candidate_rows_[order]
