@@ -44,12 +44,20 @@ class _Rows:
     row r as ``n_library + r``), the collection's fetched from the workers once each."""
 
     def __init__(self, library, fetch, name: str):
-        self.library, self.fetch, self.name = library, fetch, name
+        """``library``: the library's rows, or a function that makes them (topic rows: the
+        topic space is fitted only when some row is first read)."""
+        self._library, self.fetch, self.name = library, fetch, name
+
+    @property
+    def library(self):
+        if callable(self._library):
+            self._library = self._library()
+        return self._library
 
     def __getitem__(self, key):
         rows = np.atleast_1d(np.asarray(key, dtype=np.int64))
         n_library = self.library.shape[0]
-        found = self.fetch(rows[rows >= n_library] - n_library)
+        found = self.fetch(rows[rows >= n_library] - n_library, self.name == "lsa")
         pieces = [self.library[[row]] if row < n_library else self._widened(found[self.name][row - n_library])
                   for row in rows]
         stacked = sparse.vstack(pieces, format="csr") if sparse.issparse(pieces[0]) else np.vstack(pieces)
@@ -73,6 +81,7 @@ class _WordBlock:
 
 class _ClusterRepresentations:
     def __init__(self, library_word, library_lsa, fetch, word_names):
+        """``library_lsa``: a function making the library's topic rows, None without topics."""
         self.vectors = {"word": _Rows(library_word, fetch, "word")}
         if library_lsa is not None:
             self.vectors["lsa"] = _Rows(library_lsa, fetch, "lsa")
@@ -96,16 +105,23 @@ def fit_on_cluster(model: HybridModel, engine, collection, library: Sequence[Pap
     library = list(library)
     builder = model.index_builder()
     if isinstance(collection, CollectionIndex):
-        index, components, vocabulary = collection, collection.lsa_components, collection
+        index, vocabulary = collection, collection
+        has_topics = collection.has_topics
+
+        def fit_topics():
+            return collection.lsa_components
     else:
         collection = list(collection)
         bounds = partition_bounds(len(collection), max(n_partitions or 1, engine.n_workers))
         index = build_partitioned(engine, [collection[start:stop] for start, stop in bounds], builder.use_char,
                                   builder.embedder)
         del collection
-        components = engine.combine(_fit_lsa, index.parts, builder.lsa_components, builder.random_state) \
-            if builder.lsa_components else None
         vocabulary = index.vocabulary
+        has_topics = bool(builder.lsa_components) and min(index.n_papers, len(vocabulary.word_terms)) > \
+            builder.lsa_components + 1
+
+        def fit_topics():  # on one worker, only when some topic row is read (--diversity, the report)
+            return engine.combine(_fit_lsa, index.parts, builder.lsa_components, builder.random_state)
     pool_rows = np.asarray(pool_rows, dtype=np.int64)
     scorer = AffinityScorer(model)
     scores, parts = scorer.score_library(index, library, engine, np.setdiff1d(np.arange(index.n_papers), pool_rows),
@@ -118,28 +134,38 @@ def fit_on_cluster(model: HybridModel, engine, collection, library: Sequence[Pap
     fit.candidate_rows_ = len(library) + pool_rows
     # The library's word rows as `rank` weighs them: its own IDF, its own terms as extra columns.
     library_word, word_names, _ = vocabulary.library_tfidf("word", [paper.text for paper in library])
-    fetched: dict[int, tuple] = {}
+    fetched: dict[str, dict[int, object]] = {"word": {}, "lsa": {}}
+    topics: list = []  # the components, once fitted (on the engine: a future there)
 
-    def fetch(rows: np.ndarray) -> dict:
-        missing = np.unique(rows[[row not in fetched for row in rows.tolist()]]) if len(rows) else rows
+    def components():
+        if not topics:
+            topics.append(fit_topics())
+        return topics[0]
+
+    def fetch(rows: np.ndarray, with_topics: bool = False) -> dict:
+        """The word rows (and topic rows) of collection ``rows``, each fetched once."""
+        wanted = fetched["lsa" if with_topics else "word"]
+        missing = np.unique(rows[[row not in wanted for row in rows.tolist()]]) if len(rows) else rows
         if len(missing):
             if isinstance(index, CollectionIndex):
-                found = [(missing, index.word_rows[missing], None if index.lsa_rows is None else index.lsa_rows[missing])]
+                found = [(missing, index.word_rows[missing], index.lsa_rows[missing] if with_topics else None)]
             else:
                 found = engine.collect(engine.step(take_rows, index.parts, [None] * len(index.parts), missing,
-                                                   components), "out")
+                                                   components() if with_topics else None), "out")
             for found_rows, word, lsa in found:
                 for position, row in enumerate(found_rows.tolist()):
-                    fetched[row] = (word[position], None if lsa is None else lsa[position:position + 1])
-        return {"word": {row: fetched[row][0] for row in rows.tolist()},
-                "lsa": {row: fetched[row][1] for row in rows.tolist()}}
+                    fetched["word"][row] = word[position]
+                    if lsa is not None:
+                        fetched["lsa"][row] = lsa[position:position + 1]
+        return {name: {row: fetched[name].get(row) for row in rows.tolist()} for name in ("word", "lsa")}
 
-    library_lsa = None
-    if components is not None:
-        if not isinstance(components, np.ndarray):
-            components = engine.client.gather(components) if hasattr(engine, "client") else components
-        library_lsa = lsa_rows(library_word[:, : len(vocabulary.word_terms)], components)
-    fit.rep_ = _ClusterRepresentations(library_word, library_lsa, fetch, word_names)
+    def library_topics() -> np.ndarray:
+        local = components()
+        if not isinstance(local, np.ndarray):
+            local = engine.client.gather(local) if hasattr(engine, "client") else local
+        return lsa_rows(library_word[:, : len(vocabulary.word_terms)], local)
+
+    fit.rep_ = _ClusterRepresentations(library_word, library_topics if has_topics else None, fetch, word_names)
     dense = model.embedder is not None and model.dense_weight > 0
     fit.description_ = "hybrid: words and character n-grams with pseudo-relevance feedback" + (
         f" + {getattr(model.embedder, 'model_id', 'dense')} embeddings" if dense else "")

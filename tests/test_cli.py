@@ -45,6 +45,17 @@ def test_jsonl_of_the_whole_seed_collection_has_70_lines():
     assert set(picks[0]["because"][0]) == {"id", "title", "similarity"}
 
 
+def test_default_list_is_in_score_order_and_diversity_reorders_it():
+    default = [json.loads(line) for line in run("rank", "-n", "0", "--format", "jsonl").stdout.splitlines()]
+    diverse = [json.loads(line) for line in run("rank", "-n", "0", "--format", "jsonl", "--diversity", "0.5")
+               .stdout.splitlines()]
+    assert len(default) == len(diverse) == 70
+    assert [pick["score"] for pick in default] == sorted((pick["score"] for pick in default), reverse=True)
+    assert [pick["id"] for pick in diverse] != [pick["id"] for pick in default]
+    assert {pick["id"] for pick in diverse} == {pick["id"] for pick in default}
+    assert run("rank", "--diversity", "1.5").exit_code == 2
+
+
 def test_bibtex_output_file_parses_completely(tmp_path):
     out = tmp_path / "out.bib"
     result = run("rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(require(SEEDS)), "-n", "10", "-o", str(out))

@@ -49,14 +49,32 @@ def test_partitioned_ranking_equals_the_local_one_with_feedback_diversity_and_ex
     library = connectors.load(EXAMPLE_LIBRARY)
     # A liked candidate joins the library, two disliked ones stay candidates but never feedback.
     judgements = {collection[3].id: 1, collection[5].id: -1, collection[80].id: -1}
-    local = Ranker(HybridModel()).rank(library, collection, top=15, explain_terms=5, judgements=judgements)
-    cut = Ranker(HybridModel(), engine=LocalEngine()).rank(library, collection, top=15, explain_terms=5,
-                                                           judgements=judgements)
+    local = Ranker(HybridModel(), diversity=0.15).rank(library, collection, top=15, explain_terms=5,
+                                                      judgements=judgements)
+    cut = Ranker(HybridModel(), diversity=0.15, engine=LocalEngine()).rank(library, collection, top=15,
+                                                                           explain_terms=5, judgements=judgements)
     assert explained(cut) == explained(local)
+    in_score_order = Ranker(HybridModel()).rank(library, collection, top=15, judgements=judgements)
+    assert [p.paper.id for p in local.recommendations] != [p.paper.id for p in in_score_order.recommendations]
     assert any(pick.drivers for pick in local.recommendations) and local.recommendations[0].because[0].terms
     np.testing.assert_allclose(cut.scores, local.scores, rtol=0, atol=1e-12)
     assert cut.model == local.model and cut.n_candidates == local.n_candidates
     assert [p.id for p in cut.liked] == [collection[3].id] and len(cut.disliked) == 2
+
+
+def test_in_score_order_no_topic_space_is_fitted_on_the_cluster(collection, monkeypatch):
+    import recommender.cluster_ranking as cluster_ranking
+
+    def refuse(*args):
+        raise AssertionError("the topic space was fitted though nothing read it")
+
+    monkeypatch.setattr(cluster_ranking, "_fit_lsa", refuse)
+    library = connectors.load(EXAMPLE_LIBRARY)
+    cut = Ranker(HybridModel(), engine=LocalEngine()).rank(library, collection, top=10, explain_terms=3)
+    local = Ranker(HybridModel()).rank(library, collection, top=10, explain_terms=3)
+    assert explained(cut) == explained(local)
+    with pytest.raises(AssertionError, match="topic space was fitted"):
+        Ranker(HybridModel(), diversity=0.2, engine=LocalEngine()).rank(library, collection, top=10)
 
 
 def test_a_collection_index_is_scored_partitioned_too(collection):
