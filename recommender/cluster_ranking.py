@@ -18,7 +18,7 @@ from scipy import sparse
 
 from .affinity import AffinityScorer, partition_bounds
 from .collection_index import CollectionIndex
-from .index_features import components_from_basis, fit_lsa, lsa_rows, widen_columns
+from .index_features import components_from_basis, fit_lsa, lsa_fits, lsa_rows, widen_columns
 from .hybrid import HybridModel
 from .model import TermExplainer
 from .paper import Paper
@@ -117,8 +117,7 @@ def fit_on_cluster(model: HybridModel, engine, collection, library: Sequence[Pap
                                   builder.embedder)
         del collection
         vocabulary = index.vocabulary
-        has_topics = bool(builder.lsa_components) and min(index.n_papers, len(vocabulary.word_terms)) > \
-            builder.lsa_components + 1
+        has_topics = lsa_fits(index.n_papers, len(vocabulary.word_terms), builder.lsa_components)
 
         def fit_topics():  # on one worker, only when some topic row is read (--diversity, the report)
             return engine.combine(_fit_lsa, index.parts, builder.lsa_components, builder.random_state)

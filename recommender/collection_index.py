@@ -24,8 +24,8 @@ from scipy import sparse
 from .estimator import Estimator
 from .index_features import (TopicRows, author_incidence, basis_from_components, bm25_parameters, bm25_weights,
                              components_from_basis, count_words, embedder_id, feature_layout, fit_counts, fit_lsa,
-                             lsa_rows, smooth_idf, start_char_job, tfidf_rows, title_analyzer, title_counter,
-                             widen_columns)
+                             lsa_fits, lsa_rows, smooth_idf, start_char_job, tfidf_rows, title_analyzer,
+                             title_counter, widen_columns)
 from .library_weighting import LibraryWeighting
 from .paper import IDENTITY_RULE, Paper
 from .representations import Representations
@@ -181,7 +181,7 @@ class CollectionIndex(LibraryWeighting):
         """Whether the index has (or will fit on first use) an LSA topic space."""
         if self.lsa_basis is not None or "lsa_components" in self._cached:
             return True
-        return bool(self.lsa_dimensions) and min(self.word_counts.shape) > self.lsa_dimensions + 1
+        return lsa_fits(*self.word_counts.shape, self.lsa_dimensions)
 
     def topic_basis(self) -> np.ndarray | None:
         """The LSA basis (:func:`~recommender.index_features.fit_lsa`), fitted on first use:

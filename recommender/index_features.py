@@ -293,6 +293,11 @@ class ColumnNames:
         return np.asarray(self._terms[0] + self._terms[1], dtype=object)
 
 
+def lsa_fits(n_rows: int, n_terms: int, n_components: int) -> bool:
+    """Whether :func:`fit_lsa` makes a topic space of ``n_components`` from so many rows and terms."""
+    return bool(n_components) and min(n_rows, n_terms) > n_components + 1
+
+
 def fit_lsa(word_rows: sparse.csr_matrix, n_components: int, random_state: int = 0) -> np.ndarray | None:
     """The LSA topic space (TruncatedSVD) of a collection's word TF-IDF rows, as the rows' basis:
     ``U / s`` of the truncated SVD ``X ≈ U diag(s) Vt``, float32, shape ``(n_rows, n_components)``.
@@ -301,7 +306,7 @@ def fit_lsa(word_rows: sparse.csr_matrix, n_components: int, random_state: int =
     an index stores ``n_rows x k`` numbers instead of ``k x n_terms`` (0.8 MB instead of 49 MB
     for 3,000 papers). None when there are too few rows or terms for ``n_components`` (or it is 0).
     """
-    if not n_components or min(word_rows.shape) <= n_components + 1:
+    if not lsa_fits(*word_rows.shape, n_components):
         return None
     from sklearn.utils.extmath import randomized_svd
     from threadpoolctl import threadpool_limits
