@@ -9,7 +9,7 @@ directory, deleted afterwards). Each size runs in a process of its own, so its p
 its own. On a local Dask cluster of ``--workers`` single-threaded workers (memory limit 4 GiB
 each: Dask spills to the worker's disk from 80% of it), each worker reads its shards and the
 collection index is built there partition by partition
-(:func:`recommender.partitioned_index.build_partitioned`: only vocabularies come back to this
+(:func:`recommender.scale.partitioned_index.build_partitioned`: only vocabularies come back to this
 process); then the example library (one profile, 55 papers) is scored against it. Printed per
 size: seconds to build the index (once: every profile is then scored against it), seconds to
 score one profile against it and their sum, each worker's peak RSS and this process's (the
@@ -100,10 +100,10 @@ def measure(size: int, workers: int, shards: int) -> dict:
     """One size, in this process: the figures as a dict."""
     import connectors
     from benchmarks.synthetic_collection import write_collection
-    from recommender.affinity import AffinityScorer
-    from recommender.cluster import engine
-    from recommender.hybrid import HybridModel
-    from recommender.partitioned_index import build_partitioned
+    from recommender.scale.affinity import AffinityScorer
+    from recommender.scale.cluster import engine
+    from recommender.models.hybrid import HybridModel
+    from recommender.scale.partitioned_index import build_partitioned
 
     figures: dict = {"papers": size}
     log = _Log(size)
@@ -127,7 +127,7 @@ def measure(size: int, workers: int, shards: int) -> dict:
             start, cpu = time.perf_counter(), time.process_time()
             # Each worker reads its shards and tokenises them; only vocabularies come back here.
             index = build_partitioned(runner, [str(path) for path in paths], use_char=model.char_weight > 0,
-                                      progress=log)
+                                      progress=log, read=connectors.load)
             from distributed import wait
 
             wait(index.parts)
@@ -157,9 +157,9 @@ def tokenising_baseline() -> dict:
     same run and the same 12,500 papers, whatever the load on the machine."""
     from benchmarks.synthetic_collection import write_collection
     import connectors
-    from recommender.index_features import char_counter, count_chars, fit_counts, fold_accents, word_counter
+    from recommender.features.index_features import char_counter, count_chars, fit_counts, fold_accents, word_counter
     from recommender.text import STOP_WORDS
-    from recommender.word_grams import CodePoints, word_grams
+    from recommender.features.word_grams import CodePoints, word_grams
 
     with tempfile.TemporaryDirectory(prefix="litrank-bench-affinity-") as directory:
         (path,) = write_collection(Path(directory), PARTITION_ROWS, 1)

@@ -43,7 +43,7 @@ def sample_texts(n: int, conferences: Path = DEFAULT_CONFERENCES) -> list[str]:
 
 
 def measure(model: str, texts: list[str]) -> dict:
-    from recommender.embeddings import SentenceEmbedder
+    from recommender.models.embeddings import SentenceEmbedder
 
     with tempfile.TemporaryDirectory() as cache:
         embedder = SentenceEmbedder(model, cache_dir=cache)
@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     parser.add_argument("--model", action="append", default=None,
                         help="a model to measure (repeatable; default: the bundled all-MiniLM-L6-v2)")
     args = parser.parse_args(argv)
-    from recommender.embeddings import embeddings_available
+    from recommender.models.embeddings import embeddings_available
 
     if not embeddings_available():
         print("the embeddings extra is not installed: pip install 'litrank[embeddings]'", file=sys.stderr)

@@ -137,7 +137,7 @@ def main(argv=None) -> int:
         print("  (no embeddings: --no-embeddings)")
     else:
         try:
-            from recommender.embeddings import SentenceEmbedder, embeddings_available
+            from recommender.models.embeddings import SentenceEmbedder, embeddings_available
 
             if embeddings_available():
                 embedder = SentenceEmbedder()

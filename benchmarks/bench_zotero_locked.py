@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from benchmarks.author_continuity import DEFAULT_CONFERENCES
-from connectors import zotero_sqlite
+from connectors.zotero import sqlite as zotero_sqlite
 
 SHARED_DB = DEFAULT_CONFERENCES.parent / "zotero-sqlite" / "real-library-schema120.sqlite"
 # Holds the database as Zotero does until its standard input closes.

@@ -21,11 +21,11 @@ import numpy as np
 
 from benchmarks.author_continuity import CONFIGS, DEFAULT_CONFERENCES, TRACKS, build_tasks
 from benchmarks.shared_representations import SharedRepresentations
-from recommender.evaluation import (BASELINES, METRICS, MethodSummary, method_scores, rank_ids,
-                                    ranking_metrics)
-from recommender.hybrid import HybridModel
-from recommender.model import LearnedModel, SimilarityModel
-from recommender.representations import RepresentationBuilder
+from recommender.evaluation.holdout import (BASELINES, METRICS, MethodSummary, method_scores, rank_ids,
+                                            ranking_metrics)
+from recommender.models.hybrid import HybridModel
+from recommender.models.scoring import LearnedModel, SimilarityModel
+from recommender.features.representations import RepresentationBuilder
 
 REPORTED = ("ndcg@10", "recall@20", "mrr")
 # litrank's models (the --model names), computed on the representations shared by all tasks of
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     embedder = None
     if args.embedder:
-        from recommender.embeddings import DEFAULT_EMBEDDER, SentenceEmbedder
+        from recommender.models.embeddings import DEFAULT_EMBEDDER, SentenceEmbedder
 
         embedder = SentenceEmbedder(DEFAULT_EMBEDDER if args.embedder == "default" else args.embedder)
     try:

@@ -4,7 +4,7 @@
     python -m benchmarks.run_csfcube --embedder none --output benchmarks/results/csfcube.json
     python -m benchmarks.run_csfcube --diversity 0,0.05,0.1,0.15,0.3   # also what `rank --diversity D` delivers
 
-Runs ``litrank evaluate --benchmark csfcube``'s protocol (:mod:`recommender.human_judgements`) on
+Runs ``litrank evaluate --benchmark csfcube``'s protocol (:mod:`recommender.evaluation.human_judgements`) on
 all 50 query-facets, then prints, as Markdown, ``fold1_test`` (the reported fold; litrank's
 weights were chosen on ``fold1_dev``) for all facets and per facet, and ``fold1_dev`` and all 50
 for all facets.
@@ -17,10 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-from connectors import SourceError, csfcube
-from recommender.human_judgements import (EMBEDDING_METHODS, FACETS, LEXICAL_METHODS, evaluate_csfcube,
-                                         evaluate_delivered, summary)
-from recommender.hybrid import HybridModel
+from connectors import SourceError
+from connectors.files import csfcube
+from recommender.evaluation.human_judgements import (EMBEDDING_METHODS, FACETS, LEXICAL_METHODS, evaluate_csfcube,
+                                                     evaluate_delivered, summary)
+from recommender.models.hybrid import HybridModel
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "csfcube"
 FOLDS = ("fold1_test", "fold1_dev", "all")
@@ -80,7 +81,7 @@ def main(argv=None) -> int:
         return 2
     embedder = None
     if args.embedder != "none":
-        from recommender.embeddings import EmbeddingsUnavailable, SentenceEmbedder, embeddings_available
+        from recommender.models.embeddings import EmbeddingsUnavailable, SentenceEmbedder, embeddings_available
 
         if embeddings_available():
             try:

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from recommender.paper import Paper
-from recommender.representations import RepresentationBuilder, Representations, author_block
+from recommender.features.representations import RepresentationBuilder, Representations, author_block
 
 
 class SharedRepresentations:

@@ -73,7 +73,7 @@ def paper_text(record: dict) -> str:
 
 
 def embed_papers(papers: list[dict], batch_size: int = 32) -> np.ndarray:
-    from recommender.embeddings import SentenceEmbedder
+    from recommender.models.embeddings import SentenceEmbedder
 
     embedder = SentenceEmbedder("default", batch_size=batch_size)
     texts = [paper_text(p) for p in papers]
@@ -173,7 +173,7 @@ def train_lora(texts: list[str], pairs: np.ndarray, steps: int, batch_size: int 
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from recommender.embeddings import _bundled_model_dir
+    from recommender.models.embeddings import _bundled_model_dir
 
     torch.manual_seed(seed)
     torch.set_num_threads(2)
@@ -223,7 +223,7 @@ def adapted_model(arrays: dict[str, np.ndarray]):
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from recommender.embeddings import _bundled_model_dir
+    from recommender.models.embeddings import _bundled_model_dir
 
     model = SentenceTransformer(str(_bundled_model_dir()), device="cpu", local_files_only=True)
     layers = model[0].auto_model.encoder.layer
@@ -249,8 +249,8 @@ class _Vectors:
 def evaluate(csfcube_dir: Path, encode, name: str, folds=("fold1_dev",)) -> dict:
     """NDCG%20 / MAP ("all" facets) of hybrid+embeddings and embedding on the CSFCube ``folds``,
     with ``encode(texts) -> unit vectors``."""
-    from connectors import csfcube
-    from recommender.human_judgements import evaluate_csfcube, summary
+    from connectors.files import csfcube
+    from recommender.evaluation.human_judgements import evaluate_csfcube, summary
 
     data = csfcube.load(csfcube_dir)
     texts = list(dict.fromkeys(paper.text for paper in data.papers.values()))
@@ -295,7 +295,7 @@ def main(argv=None) -> int:
         np.savez(args.output, **arrays)
         print(f"wrote {args.output} ({args.output.stat().st_size:,} bytes)", file=sys.stderr)
     if args.evaluate:
-        from recommender.embeddings import SentenceEmbedder
+        from recommender.models.embeddings import SentenceEmbedder
 
         plain = SentenceEmbedder("default")
         if args.kind == "lora":

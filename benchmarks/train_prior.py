@@ -23,9 +23,9 @@ import numpy as np
 
 from benchmarks.author_continuity import CONFIGS, DEFAULT_CONFERENCES, build_tasks
 from benchmarks.shared_representations import SharedRepresentations
-from recommender.learned import LightGBMRanker
-from recommender.representations import RepresentationBuilder
-from recommender.signals import candidate_features, feature_names
+from recommender.models.lightgbm_ranker import LightGBMRanker
+from recommender.features.representations import RepresentationBuilder
+from recommender.models.signals import candidate_features, feature_names
 
 # venue, history years, target year: none of the years 2010–2019 the benchmark evaluates on.
 TRAINING_CONFIGS = {
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     embedder = None
     if args.embedder:
-        from recommender.embeddings import DEFAULT_EMBEDDER, SentenceEmbedder
+        from recommender.models.embeddings import DEFAULT_EMBEDDER, SentenceEmbedder
 
         embedder = SentenceEmbedder(DEFAULT_EMBEDDER if args.embedder == "default" else args.embedder)
     output = args.output or DATA / ("prior-ranker-embeddings.txt" if embedder else "prior-ranker.txt")

@@ -16,10 +16,13 @@ from typing import Iterable, Sequence
 
 from recommender.paper import Paper, deduplicate
 
-from . import abstract_list, bibtex, csv_records, json_records
-from ._io import atomic_write_text
-from ._io import user_cache_root as cache_root
-from .errors import SourceError, UnsupportedFormatError
+from connectors import bibtex
+from connectors.files import abstract_list
+from connectors.files import csv_records
+from connectors.files import json_records
+from connectors._io import atomic_write_text
+from recommender.runtime import user_cache_root as cache_root
+from connectors.errors import SourceError, UnsupportedFormatError
 
 __all__ = [
     "FORMATS",
@@ -91,28 +94,28 @@ def load(source: str | Path, format: str | None = None, processes: int = 1) -> l
         When the format is unknown.
     """
     if isinstance(source, str) and source.startswith("arxiv:"):
-        from . import arxiv_source  # the arXiv API: arxiv:cs.LG, arxiv:search?query=..., arxiv:ID,ID
+        from connectors.online import arxiv_source  # the arXiv API: arxiv:cs.LG, arxiv:search?query=..., arxiv:ID,ID
 
         return arxiv_source.load(source)
     if isinstance(source, str) and source.startswith("openalex:"):
-        from . import openalex_source  # OpenAlex: openalex:source/S...?year=YYYY, openalex:doi/...
+        from connectors.online import openalex_source  # OpenAlex: openalex:source/S...?year=YYYY, openalex:doi/...
 
         return openalex_source.load(source)
     if isinstance(source, str) and source.startswith("openreview:"):
-        from . import openreview_source  # OpenReview API v2: openreview:ICLR.cc/2026/Conference
+        from connectors.online import openreview_source  # OpenReview API v2: openreview:ICLR.cc/2026/Conference
 
         return openreview_source.load(source)
     if isinstance(source, str) and source.startswith("zotero:"):
-        from . import zotero  # the Zotero readers: zotero:local, zotero:user/ID, zotero:group/ID, zotero:local-api
+        from connectors import zotero  # the Zotero readers: zotero:local, zotero:user/ID, zotero:group/ID, zotero:local-api
 
         return zotero.load(source)
     path = Path(source).expanduser()
     if path.suffix.lower() == ".litrank" and format is None:
-        from . import litrank_index  # a collection index (`litrank index`): its papers
+        from connectors.files import litrank_index  # a collection index (`litrank index`): its papers
 
         return litrank_index.read_papers(path)
     if path.suffix.lower() == ".sqlite" and format is None:
-        from . import zotero_sqlite
+        from connectors.zotero import sqlite as zotero_sqlite
 
         return zotero_sqlite.load(path)
     if path.is_dir():

@@ -11,7 +11,7 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator
 
-from .errors import SourceError
+from connectors.errors import SourceError
 
 log = logging.getLogger("litrank")
 
@@ -27,16 +27,6 @@ def _unreadable(path: Path, exc: OSError) -> SourceError:
     if isinstance(exc, IsADirectoryError):
         return SourceError(f"{path}: is a directory")
     return SourceError(f"{path}: cannot read ({exc.strerror or exc})")
-
-
-def user_cache_root() -> Path:
-    """``$LITRANK_CACHE_DIR``, else the user cache directory (platformdirs): every cache's parent."""
-    root = os.environ.get("LITRANK_CACHE_DIR")
-    if not root:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("litrank")
-    return Path(root).expanduser()
 
 
 def read_text(path: Path, encoding: str | None = None) -> str:

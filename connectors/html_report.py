@@ -1,6 +1,6 @@
 """The HTML report target: one self-contained page (plotly.js inlined, no network at view time).
 
-``dumps(report) -> str`` renders the dict :func:`recommender.report_page.report_data` builds,
+``dumps(report) -> str`` renders the dict :func:`recommender.report.page_data.report_data` builds,
 with the jinja2 template ``templates/report.html.j2``; ``dump(report, path)`` writes it
 atomically. The map is a plotly scatter (SVG, so it also draws where WebGL is missing).
 """
@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ._io import atomic_write_text
+from connectors._io import atomic_write_text
 
 COLOURS = {"library": "#1f6fb4", "collection": "#b8b8b8", "pick": "#d62728"}
 LEGEND = {"library": "your library", "collection": "the collection", "pick": "picks (numbered)"}
@@ -72,7 +72,7 @@ def _template():
 
 
 def dumps(report: dict[str, Any]) -> str:
-    """The page for ``report`` (see :func:`recommender.report_page.report_data`)."""
+    """The page for ``report`` (see :func:`recommender.report.page_data.report_data`)."""
     from plotly.offline import get_plotlyjs
 
     return _template().render(report=report, figure=figure(report), plotly_js=get_plotlyjs())

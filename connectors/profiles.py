@@ -22,7 +22,7 @@ from pathlib import Path
 
 from recommender.paper import Paper, deduplicate
 
-from .errors import SourceError, UnsupportedFormatError
+from connectors.errors import SourceError, UnsupportedFormatError
 
 log = logging.getLogger("litrank")
 
@@ -86,8 +86,8 @@ def _collection_paths(paper: Paper) -> list[str]:
 
 def _zotero_profiles(uri: str) -> dict[str, list[Paper]]:
     """One profile per collection under the URI's ``?collection=`` (else per top-level collection)."""
-    from . import zotero
-    from .zotero_items import query_parameters, select_collections
+    from connectors import zotero
+    from connectors.zotero.items import query_parameters, select_collections
 
     target, _, query = uri.partition("?")
     wanted = [value for name, value in query_parameters(query) if name == "collection"]

@@ -1,13 +1,13 @@
 """Judgements of papers (liked / disliked), as ``paper.id -> judgement`` dicts. Pure: no I/O.
 
-The local store is :class:`connectors.feedback_store.FeedbackStore`; a BibTeX library can also
+The local store is :class:`connectors.files.feedback_store.FeedbackStore`; a BibTeX library can also
 carry judgements as the keyword ``litrank:liked`` or ``litrank:disliked`` (any case).
 """
 from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from .paper import IdentityIndex, Paper
+from recommender.paper import IdentityIndex, Paper
 
 LIKED = 1
 DISLIKED = -1
@@ -39,7 +39,7 @@ def merge_judgements(*dicts: Mapping[str, int]) -> dict[str, int]:
 # --- judgements given in Zotero, on the items litrank wrote (see `litrank sync`) ---------------
 
 LITRANK_TAG = "litrank"
-# Paper.fields flag the Zotero readers set on an item of the trash (connectors.zotero_items.TRASHED).
+# Paper.fields flag the Zotero readers set on an item of the trash (connectors.zotero.items.TRASHED).
 TRASHED = "trashed"
 EXTRA_PREFIX = "litrank:"
 IN_COLLECTION = "litrank: in "

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .text import abstract_fingerprint, normalize_doi, normalize_title, surname
+from recommender.text import abstract_fingerprint, normalize_doi, normalize_title, surname
 
 
 MIN_ABSTRACT_WORDS_FOR_IDENTITY = 20

@@ -7,12 +7,11 @@ from typing import Mapping, Sequence, Union
 
 import numpy as np
 
-from .defaults import DEFAULT_DIVERSITY, MODEL_NAMES
-from .feedback import DISLIKED, LIKED
-from .hybrid import HybridModel
-from .model import Driver, LearnedModel, SimilarityModel
-from .paper import IdentityIndex, Paper, deduplicate
-
+from recommender.defaults import DEFAULT_DIVERSITY, MODEL_NAMES
+from recommender.feedback import DISLIKED, LIKED
+from recommender.models.hybrid import HybridModel
+from recommender.models.scoring import Driver, LearnedModel, SimilarityModel
+from recommender.paper import IdentityIndex, Paper, deduplicate
 
 
 def make_model(name: str = "hybrid", embedder=None):
@@ -27,7 +26,7 @@ def make_model(name: str = "hybrid", embedder=None):
 
 
 PapersOrSources = Union[str, Path, Sequence[Union[Paper, str, Path]]]
-# A collection may also be a recommender.collection_index.CollectionIndex (`litrank index`).
+# A collection may also be a recommender.features.collection_index.CollectionIndex (`litrank index`).
 
 MAX_REASONS = 3
 # Below this cosine a library paper is no real reason for a pick.
@@ -151,11 +150,11 @@ class Ranker:
     Parameters
     ----------
     model : object with ``fit(library, candidates, judgements, library_grades)``, default HybridModel()
-        See :mod:`recommender.hybrid` and :mod:`recommender.model`.
+        See :mod:`recommender.models.hybrid` and :mod:`recommender.models.scoring`.
     diversity : float in [0, 1], default=0.0
         Weight of redundancy in the maximal-marginal-relevance re-ranking of the list head
         (0: score order, what ranks best on expert judgements).
-    engine : recommender.cluster engine, optional
+    engine : recommender.scale.cluster engine, optional
         Score the collection partitioned over it (a Dask cluster); the hybrid model only. The
         ranking equals the one computed in this process.
     """
@@ -178,7 +177,8 @@ class Ranker:
         """
         if not 0 <= self.diversity <= 1:
             raise ValueError(f"diversity must be between 0 and 1, got {self.diversity}")
-        from .collection_index import CollectionIndex, fit_on_index
+        from recommender.features.collection_index import CollectionIndex
+        from recommender.models.index_fit import fit_on_index
 
         judgements = dict(judgements or {})
         library_papers = [p for p in deduplicate(_as_papers(library)) if p.text.strip()]
@@ -207,7 +207,7 @@ class Ranker:
             if self.engine is not None:
                 if not isinstance(self.model, HybridModel):
                     raise ValueError("ranking on a cluster uses the hybrid model (--model hybrid)")
-                from .cluster_ranking import fit_on_cluster
+                from recommender.scale.cluster_ranking import fit_on_cluster
 
                 row_of = {id(paper): row for row, paper in enumerate(collection_papers)}
                 model = fit_on_cluster(self.model, self.engine, index if index is not None else collection_papers,
@@ -272,7 +272,7 @@ def rank(library: PapersOrSources, collection: PapersOrSources, top: int | None 
     top : int, optional
         Return only the best ``top`` recommendations (default: all).
     embedder : object with ``embed(texts)``, optional
-        Adds the dense signal, e.g. ``recommender.embeddings.SentenceEmbedder()``.
+        Adds the dense signal, e.g. ``recommender.models.embeddings.SentenceEmbedder()``.
 
     Returns
     -------
@@ -280,3 +280,28 @@ def rank(library: PapersOrSources, collection: PapersOrSources, top: int | None 
         Best first; papers already in the library are left out.
     """
     return Ranker(HybridModel(embedder=embedder)).rank(library, collection, top=top).recommendations
+
+
+def write_index(index, path: str | Path) -> None:
+    """Write a :class:`~recommender.features.collection_index.CollectionIndex` to a ``.litrank``
+    file at ``path``, atomically (the file format: :mod:`connectors.files.litrank_index`)."""
+    from connectors.files import litrank_index
+    from recommender.version import __version__
+
+    metadata, arrays = index.to_parts()
+    litrank_index.write(path, metadata, arrays, index.papers, litrank_version=__version__)
+
+
+def read_index(path: str | Path):
+    """The :class:`~recommender.features.collection_index.CollectionIndex` stored in a
+    ``.litrank`` file; a file that is not one, or damaged, raises
+    :class:`connectors.SourceError` naming the problem."""
+    from connectors import SourceError
+    from connectors.files import litrank_index
+    from recommender.features.collection_index import CollectionIndex
+
+    metadata, arrays, papers = litrank_index.read_parts(path)
+    try:
+        return CollectionIndex.from_parts(metadata, arrays, papers)
+    except ValueError as exc:
+        raise SourceError(f"{Path(path).expanduser()}: {exc}") from None

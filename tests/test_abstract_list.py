@@ -1,7 +1,7 @@
 import logging
 
 import connectors
-from connectors import abstract_list
+from connectors.files import abstract_list
 from tests.conftest import SEEDS, require
 
 

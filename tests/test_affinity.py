@@ -13,7 +13,7 @@ import connectors
 from connectors.profiles import load_profiles
 from recommender import defaults
 from recommender.cli import main
-from recommender.hybrid import HybridModel
+from recommender.models.hybrid import HybridModel
 from recommender.ranking import Ranker
 from tests.conftest import DATA, EXAMPLE_LIBRARY
 from tests.zotero_fixtures import GROUP_LIBRARY, add_item, create_schema
@@ -205,8 +205,8 @@ def test_a_local_dask_cluster_gives_the_local_scores(profiles_dir, tmp_path):
 
 def test_partitions_in_this_process_give_the_same_scores(profiles_dir):
     """The partitioned reduce (moments, feedback top-k, centroids) is exact for any cut."""
-    from recommender.affinity import AffinityScorer
-    from recommender.cluster import LocalEngine
+    from recommender.scale.affinity import AffinityScorer
+    from recommender.scale.cluster import LocalEngine
 
     model = HybridModel()
     index = model.index_builder().build(connectors.load(COLLECTION))
@@ -224,7 +224,7 @@ def test_partitions_in_this_process_give_the_same_scores(profiles_dir):
 def test_embeddings_are_computed_once_for_papers_several_profiles_share(tmp_path):
     pytest.importorskip("sentence_transformers", reason="dense embeddings need the extra: pip install 'litrank[embeddings]'")
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from recommender.embeddings import cache_summary
+    from recommender.models.embeddings import cache_summary
 
     directory = tmp_path / "profiles"
     directory.mkdir()
@@ -257,7 +257,7 @@ def test_with_embeddings_profiles_score_as_rank_does_title_only_papers_included(
                  "-o", str(out))
     assert result.exit_code == 0, result.stderr
     scores = scores_by_profile(read_csv(out)[1])
-    from recommender.embeddings import SentenceEmbedder
+    from recommender.models.embeddings import SentenceEmbedder
 
     model = HybridModel(embedder=SentenceEmbedder("all-MiniLM-L6-v2"))
     assert model.dense_weights(dana)[-1] > model.dense_weight  # the title alone: 8 words

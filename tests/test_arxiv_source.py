@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 import connectors
-from connectors import arxiv_source
-from connectors.http_cache import CachedSession, retry_after_seconds
+from connectors.online import arxiv_source
+from connectors.online.http_cache import CachedSession, retry_after_seconds
 from recommender.cli import main
 from tests.arxiv_server import FakeArxiv
 
@@ -28,7 +28,7 @@ def fake(httpserver, monkeypatch):
     monkeypatch.setenv("LITRANK_ARXIV_DELAY", "0")
     monkeypatch.delenv("LITRANK_OFFLINE", raising=False)
     monkeypatch.setattr(arxiv_source, "_since", lambda options, today=None: _since(options, TODAY))
-    monkeypatch.setattr("connectors.http_cache.time.sleep", lambda seconds: handler.requests.append({"slept": seconds}))
+    monkeypatch.setattr("connectors.online.http_cache.time.sleep", lambda seconds: handler.requests.append({"slept": seconds}))
     return handler
 
 
@@ -125,7 +125,7 @@ def test_fetch_round_trips_to_jsonl_and_ranks(fake, tmp_path):
 
 
 def test_cached_session_keeps_answers_but_not_errors(tmp_path, httpserver, monkeypatch):
-    monkeypatch.setattr("connectors.http_cache.time.sleep", lambda seconds: None)
+    monkeypatch.setattr("connectors.online.http_cache.time.sleep", lambda seconds: None)
     httpserver.expect_request("/missing").respond_with_data("no such paper", status=404)
     httpserver.expect_request("/broken").respond_with_data("down", status=500)
     session = CachedSession("test", cache_path=tmp_path / "c.sqlite", max_retries=1)
@@ -139,8 +139,8 @@ def test_cached_session_keeps_answers_but_not_errors(tmp_path, httpserver, monke
 def test_network_progress_only_on_a_terminal(fake, monkeypatch):
     import sys
 
-    from connectors import http_cache
-    from recommender.cli_common import network_progress
+    from connectors.online import http_cache
+    from recommender.cli.common import network_progress
 
     seen = []
     with network_progress():  # stderr is not a terminal here: nothing is shown, nothing listens

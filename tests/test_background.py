@@ -1,4 +1,4 @@
-"""Work in a second process (recommender.background) and the library read beside the collection."""
+"""Work in a second process (recommender.runtime) and the library read beside the collection."""
 from __future__ import annotations
 
 import logging
@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 import connectors
-from recommender import background, cli_common
+from recommender import runtime as background
+from recommender.cli import common as cli_common
 from recommender.cli import main
 from tests.conftest import DATA, SEEDS, require
 

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import connectors
-from connectors import bibtex, json_records
+from connectors import bibtex
+from connectors.files import json_records
 from recommender.cli import main
 from tests.conftest import EXAMPLE_LIBRARY
 

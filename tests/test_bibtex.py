@@ -12,7 +12,7 @@ import pytest
 from bibtexparser.bparser import BibTexParser
 
 from connectors import bibtex
-from connectors.latex import latex_to_text, parse_names
+from connectors.bibtex.latex import latex_to_text, parse_names
 from recommender.paper import Paper
 from recommender.text import normalize_doi
 
@@ -424,7 +424,8 @@ def test_latex_to_text(latex, text):
 # --- large files: read a chunk at a time -------------------------------------------------------
 
 def _load_in_chunks(path: Path, chunk_chars: int, monkeypatch, caplog, processes: int = 1):
-    from connectors import _bibtex_scan, _io
+    from connectors import _io
+    from connectors.bibtex import scanner as _bibtex_scan
 
     monkeypatch.setattr(_bibtex_scan, "CHUNK_CHARS", chunk_chars)
     monkeypatch.setattr(_bibtex_scan, "PARALLEL_MIN_CHARS", 1)  # any file is read in parts
@@ -455,7 +456,7 @@ def test_tiny_chunks_read_the_same_papers_and_name_the_same_lines(name, monkeypa
 def test_a_file_read_in_parts_by_several_processes_reads_as_one(name, processes, monkeypatch, caplog):
     """Parts parsed in forked processes: the same papers, @string macros and crossrefs across
     parts, and the same warnings with the same lines in the same order."""
-    from recommender.background import spare_core
+    from recommender.runtime import spare_core
 
     path = DATA / name if (DATA / name).exists() else shared(name)
     whole, whole_warnings = _load_in_chunks(path, 1 << 30, monkeypatch, caplog)
@@ -471,7 +472,8 @@ def test_a_file_read_in_parts_by_several_processes_reads_as_one(name, processes,
 
 @pytest.mark.parametrize("processes", [1, 2])
 def test_a_file_too_deeply_nested_for_the_parser_is_refused_whole_or_in_parts(processes, tmp_path, monkeypatch):
-    from connectors import SourceError, _bibtex_scan
+    from connectors import SourceError
+    from connectors.bibtex import scanner as _bibtex_scan
 
     monkeypatch.setattr(_bibtex_scan, "PARALLEL_MIN_CHARS", 1)
     path = tmp_path / "deep.bib"
@@ -481,7 +483,7 @@ def test_a_file_too_deeply_nested_for_the_parser_is_refused_whole_or_in_parts(pr
 
 
 def test_chunks_end_only_where_a_line_starts_an_entry():
-    from connectors._bibtex_scan import chunks
+    from connectors.bibtex.scanner import chunks
 
     text = "".join(f"@misc{{k{i},\n  title = {{Paper {i} @misc{{not-a-start}}}},\n}}\n\n" for i in range(50))
     pieces = [text[i:i + 37] for i in range(0, len(text), 37)]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from connectors import http_cache
-from recommender import embeddings
+from connectors.online import http_cache
+from recommender.models import embeddings
 from recommender.cli import main
 
 from .test_embeddings import FakeModel

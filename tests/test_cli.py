@@ -172,7 +172,7 @@ def test_model_choice_and_embedder_without_the_extra(monkeypatch):
     assert "Ranked by hybrid: words and character n-grams with pseudo-relevance feedback." in \
         run("rank", "-n", "1").stderr
     assert "Ranked by learned: LightGBM trained on your 54 papers" in run("rank", "-n", "1", "--model", "learned").stderr
-    monkeypatch.setattr("recommender.embeddings.embeddings_available", lambda: False)
+    monkeypatch.setattr("recommender.models.embeddings.embeddings_available", lambda: False)
     missing = run("rank", "--embedder", "default")
     assert missing.exit_code == 2 and "pip install 'litrank[embeddings]'" in missing.stderr
 
@@ -193,7 +193,7 @@ def test_progress_lines_never_break_a_run(monkeypatch):
 
     shown = []
     original = rich.console.Console.status
-    monkeypatch.setattr("recommender.cli_common._shows_progress", lambda: True)  # as on a terminal
+    monkeypatch.setattr("recommender.cli.common._shows_progress", lambda: True)  # as on a terminal
     monkeypatch.setattr(rich.console.Console, "status",
                         lambda self, message, **kw: shown.append(str(message)) or original(self, message, **kw))
     result = run("rank", "-n", "2", "--format", "jsonl")

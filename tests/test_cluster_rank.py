@@ -10,8 +10,8 @@ from click.testing import CliRunner
 import connectors
 from recommender import defaults
 from recommender.cli import main
-from recommender.cluster import LocalEngine
-from recommender.hybrid import HybridModel
+from recommender.scale.cluster import LocalEngine
+from recommender.models.hybrid import HybridModel
 from recommender.ranking import Ranker
 from tests.conftest import DATA, EXAMPLE_LIBRARY
 
@@ -63,7 +63,7 @@ def test_partitioned_ranking_equals_the_local_one_with_feedback_diversity_and_ex
 
 
 def test_in_score_order_no_topic_space_is_fitted_on_the_cluster(collection, monkeypatch):
-    import recommender.cluster_ranking as cluster_ranking
+    import recommender.scale.cluster_ranking as cluster_ranking
 
     def refuse(*args):
         raise AssertionError("the topic space was fitted though nothing read it")
@@ -88,7 +88,7 @@ def test_a_collection_index_is_scored_partitioned_too(collection):
 def test_embeddings_give_the_same_ranking_partitioned(collection):
     pytest.importorskip("sentence_transformers", reason="dense embeddings need the extra: pip install 'litrank[embeddings]'")
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from recommender.embeddings import SentenceEmbedder
+    from recommender.models.embeddings import SentenceEmbedder
 
     library = connectors.load(EXAMPLE_LIBRARY)[:10]
     local = Ranker(HybridModel(embedder=SentenceEmbedder())).rank(library, collection, top=10, explain_terms=3)
@@ -128,7 +128,7 @@ def test_cluster_usage_errors_exit_2_with_a_clear_message(tmp_path, arguments, m
 
 
 def test_without_the_dask_extra_the_cluster_options_say_what_to_install(monkeypatch):
-    from recommender import cluster
+    from recommender.scale import cluster
 
     monkeypatch.setattr(cluster, "dask_available", lambda: False)
     result = run("rank", "-c", str(COLLECTION), "--embedder", "none", "--workers", "2")
@@ -140,7 +140,7 @@ def test_local_workers_keep_numpy_temporaries_on_the_heap_and_run_no_profiler():
     pytest.importorskip("distributed", reason="the cluster path needs the extra: pip install 'litrank[dask]'")
     import os
 
-    from recommender.cluster import MMAP_THRESHOLD, engine
+    from recommender.scale.cluster import MMAP_THRESHOLD, engine
 
     def settings():
         import dask

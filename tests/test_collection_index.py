@@ -12,10 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 import connectors
-from connectors import litrank_index
+from connectors.files import litrank_index
 from recommender.cli import main
-from recommender.collection_index import CollectionIndexBuilder, score_library
-from recommender.hybrid import HybridModel
+from recommender.features.collection_index import CollectionIndexBuilder
+from recommender.models.hybrid import HybridModel, score_library
+from recommender.ranking import read_index, write_index
 from tests.conftest import DATA, EXAMPLE_LIBRARY, SEEDS, require
 
 COLLECTION = DATA / "report-collection.jsonl"
@@ -47,8 +48,8 @@ def test_round_trip_keeps_papers_vocabularies_and_scores(tmp_path):
     library = connectors.load(EXAMPLE_LIBRARY)
     built = CollectionIndexBuilder().build(papers)
     path = tmp_path / "x.litrank"
-    litrank_index.write(built, path)
-    loaded = litrank_index.read(path)
+    write_index(built, path)
+    loaded = read_index(path)
     assert loaded.papers == papers
     assert loaded.word_terms == built.word_terms and loaded.char_terms == built.char_terms
     assert (loaded.word_rows != built.word_rows).nnz == 0
@@ -68,7 +69,7 @@ def _papers_with_topics():
 def test_the_lsa_basis_spans_the_svds_topic_space_at_least_as_well():
     from sklearn.decomposition import TruncatedSVD
 
-    from recommender.index_features import basis_from_components, components_from_basis, fit_lsa
+    from recommender.features.index_features import basis_from_components, components_from_basis, fit_lsa
 
     index = CollectionIndexBuilder(lsa_components=0).build(_papers_with_topics())
     rows = index.word_rows.astype(np.float64)
@@ -94,13 +95,13 @@ def test_the_lsa_basis_spans_the_svds_topic_space_at_least_as_well():
 def test_an_index_stores_the_lsa_basis_not_the_components(tmp_path):
     built = CollectionIndexBuilder(lsa_components=8).build(_papers_with_topics())
     path = tmp_path / "topics.litrank"
-    litrank_index.write(built, path)
+    write_index(built, path)
     with zipfile.ZipFile(path) as archive:
         manifest = json.loads(archive.read("manifest.json"))
         basis = np.load(io.BytesIO(archive.read("arrays/lsa_basis.npy")))
     assert manifest["format_version"] == 2 and "lsa_components" not in manifest["arrays"]
     assert basis.shape == (68, 8)  # a row per paper, not a column per term (5,000+ here)
-    loaded = litrank_index.read(path)
+    loaded = read_index(path)
     np.testing.assert_array_equal(loaded.lsa_components, built.lsa_components)
     np.testing.assert_array_equal(loaded.lsa_rows, built.lsa_rows)
     assert np.isfinite(loaded.lsa_rows).all()
@@ -108,7 +109,7 @@ def test_an_index_stores_the_lsa_basis_not_the_components(tmp_path):
 
 
 def test_the_topic_space_is_fitted_only_when_read_or_written(tmp_path):
-    from recommender.index_features import fit_lsa
+    from recommender.features.index_features import fit_lsa
     from recommender.ranking import Ranker
 
     papers = _papers_with_topics()
@@ -120,19 +121,19 @@ def test_the_topic_space_is_fitted_only_when_read_or_written(tmp_path):
     assert index.lsa_basis.shape == (68, 8)
     np.testing.assert_array_equal(index.lsa_basis, fit_lsa(index.word_rows, 8))  # the same seed, the same space
     unread = CollectionIndexBuilder(lsa_components=8).build(papers)
-    litrank_index.write(unread, tmp_path / "unread.litrank")
-    np.testing.assert_array_equal(litrank_index.read(tmp_path / "unread.litrank").lsa_basis, index.lsa_basis)
+    write_index(unread, tmp_path / "unread.litrank")
+    np.testing.assert_array_equal(read_index(tmp_path / "unread.litrank").lsa_basis, index.lsa_basis)
     small = CollectionIndexBuilder().build(connectors.load(COLLECTION))  # 14 papers: too few for 64 topics
     assert not small.has_topics and small.lsa_components is None and small.lsa_rows is None
     assert "lsa" not in small.representations(connectors.load(EXAMPLE_LIBRARY)[:2]).vectors
 
 
 def test_an_index_of_format_1_is_read_with_its_own_components(tmp_path):
-    from recommender.index_features import lsa_rows
+    from recommender.features.index_features import lsa_rows
 
     built = CollectionIndexBuilder(lsa_components=8).build(_papers_with_topics())
     current = tmp_path / "current.litrank"
-    litrank_index.write(built, current)
+    write_index(built, current)
     # Format 1 stored the components themselves; any topic space of these rows will do here.
     components = (built.lsa_components * np.linspace(1.0, 2.0, 8)[:, None]).astype(np.float32)
     buffer = io.BytesIO()
@@ -148,15 +149,15 @@ def test_an_index_of_format_1_is_read_with_its_own_components(tmp_path):
             elif name != "arrays/lsa_basis.npy":
                 target.writestr(name, source.read(name))
         target.writestr("arrays/lsa_components.npy", buffer.getvalue())
-    loaded = litrank_index.read(old)
+    loaded = read_index(old)
     np.testing.assert_array_equal(loaded.lsa_components, components)
     np.testing.assert_array_equal(loaded.lsa_rows, lsa_rows(built.word_rows, components))
     library = connectors.load(EXAMPLE_LIBRARY)[:5]
     np.testing.assert_array_equal(score_library(loaded, library), score_library(built, library))
     # Written again, it is a format-2 file with a basis of its topic space.
     again = tmp_path / "again.litrank"
-    litrank_index.write(loaded, again)
-    resaved = litrank_index.read(again)
+    write_index(loaded, again)
+    resaved = read_index(again)
     assert resaved.lsa_basis.shape == (68, 8) and np.isfinite(resaved.lsa_rows).all()
 
 
@@ -336,13 +337,13 @@ def test_arrays_are_stored_uncompressed_and_deflated_files_still_read(index_file
     with zipfile.ZipFile(index_file) as old, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as new:
         for name in old.namelist():
             new.writestr(name, old.read(name))
-    stored, read_back = litrank_index.read(index_file), litrank_index.read(deflated)
+    stored, read_back = read_index(index_file), read_index(deflated)
     assert (stored.char_rows != read_back.char_rows).nnz == 0 and stored.papers == read_back.papers
 
 
 def test_identity_keys_are_stored_in_the_index_and_checked(tmp_path, index_file):
     papers = connectors.load(COLLECTION)
-    loaded = litrank_index.read(index_file)
+    loaded = read_index(index_file)
     assert loaded.identity_keys() == [paper.identity_keys() for paper in papers]
     with zipfile.ZipFile(index_file) as archive:
         metadata = json.loads(archive.read("metadata.json"))
@@ -351,12 +352,12 @@ def test_identity_keys_are_stored_in_the_index_and_checked(tmp_path, index_file)
     changed = json.loads(json.dumps(metadata))
     changed["identity_keys"]["keys"][0] = ["doi:10.0/changed"]
     path = _rewrite(index_file, tmp_path / "changed.litrank", {"metadata.json": json.dumps(changed).encode()})
-    assert litrank_index.read(path).identity_keys()[0] == ["doi:10.0/changed"]
+    assert read_index(path).identity_keys()[0] == ["doi:10.0/changed"]
     # Keys stored under another identity rule are made again.
     changed["identity_keys"]["rule"] = -1
     path = _rewrite(index_file, tmp_path / "old-rule.litrank", {"metadata.json": json.dumps(changed).encode()})
-    assert litrank_index.read(path).identity_keys() == stored
+    assert read_index(path).identity_keys() == stored
     changed["identity_keys"] = {"rule": metadata["identity_keys"]["rule"], "keys": stored[:-1]}
     path = _rewrite(index_file, tmp_path / "short.litrank", {"metadata.json": json.dumps(changed).encode()})
     with pytest.raises(connectors.SourceError, match="identity keys do not match its papers"):
-        litrank_index.read(path)
+        read_index(path)

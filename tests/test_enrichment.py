@@ -1,4 +1,4 @@
-"""Abstract enrichment (connectors.enrichment, `litrank enrich`, `litrank rank --enrich`) against the
+"""Abstract enrichment (connectors.online.enrichment, `litrank enrich`, `litrank rank --enrich`) against the
 fake arXiv and OpenAlex APIs on loopback: arXiv id, then DOI, then exact title + first author; a
 user's field is never replaced and the BibTeX output keeps everything else byte for byte."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 import connectors
-from connectors.enrichment import find_abstracts
+from connectors.online.enrichment import find_abstracts
 from recommender.cli import main
 from tests.arxiv_server import FakeArxiv
 from tests.conftest import DATA

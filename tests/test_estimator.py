@@ -13,13 +13,13 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.preprocessing import normalize
 
 import connectors
-from recommender.collection_index import CollectionIndexBuilder
+from recommender.features.collection_index import CollectionIndexBuilder
 from recommender.estimator import Estimator
-from recommender.hybrid import HybridModel
-from recommender.index_features import STOP_WORDS, fold_accents, title_analyzer
-from recommender.learned import LightGBMRanker
-from recommender.paper_map import PaperMap
-from recommender.sparse_products import normalize_rows
+from recommender.models.hybrid import HybridModel
+from recommender.features.index_features import STOP_WORDS, fold_accents, title_analyzer
+from recommender.models.lightgbm_ranker import LightGBMRanker
+from recommender.report.paper_map import PaperMap
+from recommender.features.sparse_products import normalize_rows
 from recommender.text import ENGLISH_STOP_WORDS as LITRANK_ENGLISH_STOP_WORDS
 from tests.conftest import DATA, EXAMPLE_LIBRARY
 

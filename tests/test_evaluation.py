@@ -7,8 +7,8 @@ from click.testing import CliRunner
 import connectors
 from recommender import Paper
 from recommender.cli import main
-from recommender.evaluation import (BASELINE_SCORERS, evaluate_methods, holdout_tasks, rank_ids,
-                                    ranking_metrics, score_bm25, score_recency_cosine)
+from recommender.evaluation.holdout import (BASELINE_SCORERS, evaluate_methods, holdout_tasks, rank_ids,
+                                            ranking_metrics, score_bm25, score_recency_cosine)
 from tests.conftest import EXAMPLE_LIBRARY, SEEDS, require
 
 

@@ -7,13 +7,13 @@ from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, strip_accents_unicode
 
 import connectors
-from recommender.char_grams import count_char_grams
-from recommender.collection_index import CollectionIndexBuilder
-from recommender.index_features import CountedTfidf, document_frequency_limits, tfidf_norms, tfidf_rows
-from recommender.hybrid import HybridModel, _top_mean, column_top_k, standardize_columns
-from recommender.sparse_products import SideBySide, _split, dense_product, head_product
+from recommender.features.char_grams import count_char_grams
+from recommender.features.collection_index import CollectionIndexBuilder
+from recommender.features.index_features import CountedTfidf, document_frequency_limits, tfidf_norms, tfidf_rows
+from recommender.models.hybrid import HybridModel, _top_mean, column_top_k, standardize_columns
+from recommender.features.sparse_products import SideBySide, _split, dense_product, head_product
 from recommender.text import STOP_WORDS, strip_accents
-from recommender.word_grams import count_word_grams
+from recommender.features.word_grams import count_word_grams
 from tests.conftest import CONFERENCES, DATA, EXAMPLE_LIBRARY, require
 
 # What a library's texts hold besides plain words: one-letter words, runs of mixed whitespace,
@@ -65,7 +65,7 @@ def test_library_rows_equal_a_vectoriser_fitted_on_the_library():
 @pytest.mark.parametrize("share", [0.0, 0.005, 0.2, 2.0])  # everything dense ... nothing dense
 @pytest.mark.parametrize("batch", [3, 4096])  # rows several batches at a time, or all in one
 def test_dense_product_is_the_sparse_product(share, batch, monkeypatch):
-    monkeypatch.setattr("recommender.sparse_products.ROW_BATCH", batch)
+    monkeypatch.setattr("recommender.features.sparse_products.ROW_BATCH", batch)
     papers = connectors.load(DATA / "report-collection.jsonl")
     index = CollectionIndexBuilder(lsa_components=0).build(papers)
     library = index.char_rows[:5].astype(np.float64)
@@ -168,7 +168,7 @@ def test_library_word_counts_equal_a_vectoriser_fitted_on_the_library():
 @pytest.mark.parametrize("batch", [3, 4096])
 def test_head_product_is_the_dense_product_bit_for_bit(share, batch, monkeypatch):
     """Splitting the library's rows out of the rows' own split changes no sum's order."""
-    monkeypatch.setattr("recommender.sparse_products.ROW_BATCH", batch)
+    monkeypatch.setattr("recommender.features.sparse_products.ROW_BATCH", batch)
     papers = connectors.load(DATA / "report-collection.jsonl")
     index = CollectionIndexBuilder(lsa_components=0).build(papers)
     for rows in (index.char_rows, index.word_rows):
@@ -198,7 +198,7 @@ def test_split_is_the_column_selection():
 
 def test_library_title_rows_equal_the_title_vectoriser_with_the_index_vocabulary():
     """Library titles counted straight into the index's title columns, as its vectoriser counts them."""
-    from recommender.index_features import tfidf_rows, title_counter
+    from recommender.features.index_features import tfidf_rows, title_counter
 
     papers = connectors.load(DATA / "report-collection.jsonl") + connectors.load(DATA / "hard-cases.bib")
     index = CollectionIndexBuilder(lsa_components=0).build(papers)
@@ -232,8 +232,8 @@ def test_side_by_side_rows_are_the_joined_rows_bit_for_bit():
 def test_product_of_chosen_side_by_side_rows_is_the_sparse_product(share, batch, monkeypatch):
     """Rows taken a batch at a time (on threads) from word | char rows never joined, column
     shares from the known counts: the numbers of the plain sparse product."""
-    monkeypatch.setattr("recommender.sparse_products.ROW_BATCH", batch)
-    monkeypatch.setattr("recommender.sparse_products.WORKERS", 2)
+    monkeypatch.setattr("recommender.features.sparse_products.ROW_BATCH", batch)
+    monkeypatch.setattr("recommender.features.sparse_products.WORKERS", 2)
     rep = _real_representations()
     word, char = rep.vectors["word"], rep.vectors["char"]
     a, b = 1 / np.sqrt(1.25), 0.5 / np.sqrt(1.25)
@@ -269,7 +269,7 @@ def test_shared_authors_are_the_author_blocks_sums():
 def test_chunked_selections_and_standardising_are_the_plain_ones(chunk, monkeypatch):
     """Feedback choice (each column's k best rows), the in-place standardising and each row's
     k best columns, a chunk of rows at a time, on a real first-pass block."""
-    monkeypatch.setattr("recommender.hybrid.ROW_CHUNK", chunk)
+    monkeypatch.setattr("recommender.models.hybrid.ROW_CHUNK", chunk)
     rep = _real_representations()
     block = (rep.blocks["word"] + 0.25 * rep.blocks["char"]).astype(np.float64)
     block[np.arange(rep.n_library), np.arange(rep.n_library)] = -np.inf  # not its own feedback
@@ -295,7 +295,7 @@ def test_chunked_selections_and_standardising_are_the_plain_ones(chunk, monkeypa
 
 
 def test_topic_rows_made_when_asked_are_those_of_all_rows():
-    from recommender.index_features import TopicRows, lsa_rows
+    from recommender.features.index_features import TopicRows, lsa_rows
 
     papers = connectors.load(DATA / "report-collection.jsonl")
     index = CollectionIndexBuilder(lsa_components=8).build(papers + connectors.load(EXAMPLE_LIBRARY))
@@ -333,7 +333,7 @@ def _assert_same_counts(counts: sparse.csr_matrix, expected: sparse.csr_matrix) 
 @pytest.mark.parametrize("kind, n_papers", [("word", 9), ("word", 400), ("word", 5200), ("char", 400), ("char", 5200)])
 def test_collection_counts_made_with_numpy_are_the_vectorisers(kind, n_papers):
     """The index builder's word and character counts and terms, limits included, as scikit-learn's."""
-    from recommender.index_features import char_counter, count_chars, count_words, fit_counts, word_counter
+    from recommender.features.index_features import char_counter, count_chars, count_words, fit_counts, word_counter
 
     count, counter = (count_words, word_counter) if kind == "word" else (count_chars, char_counter)
     texts = _conference_texts(n_papers)

@@ -1,4 +1,4 @@
-"""The feedback store (connectors.feedback_store), judgement helpers and `litrank feedback`."""
+"""The feedback store (connectors.files.feedback_store), judgement helpers and `litrank feedback`."""
 import json
 import sqlite3
 
@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 import connectors
-from connectors.feedback_store import APPLICATION_ID, SCHEMA_VERSION, FeedbackStore, default_path
+from connectors.files.feedback_store import APPLICATION_ID, SCHEMA_VERSION, FeedbackStore, default_path
 from recommender import IdentityIndex, Paper, defaults
 from recommender.cli import main
 from recommender.feedback import DISLIKED, LIKED, judgements_from_keywords, merge_judgements

@@ -21,8 +21,8 @@ from click.testing import CliRunner
 import connectors
 from recommender.cli import main
 from recommender.paper import Paper
-from recommender.paper_map import PaperMap
-from recommender.report_page import paper_links
+from recommender.report.paper_map import PaperMap
+from recommender.report.page_data import paper_links
 
 from .conftest import DATA, EXAMPLE_LIBRARY, REPO
 

@@ -1,4 +1,4 @@
-"""CSFCube: the connector (connectors.csfcube), the protocol (recommender.human_judgements) and
+"""CSFCube: the connector (connectors.files.csfcube), the protocol (recommender.evaluation.human_judgements) and
 `litrank evaluate --benchmark csfcube`, on the real dataset in ../shared/data/csfcube."""
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from connectors import SourceError, csfcube
+from connectors import SourceError
+from connectors.files import csfcube
 from recommender.cli import main
 from recommender.defaults import DEFAULT_DIVERSITY
-from recommender.human_judgements import (average_precision, evaluate_csfcube, evaluate_delivered, ndcg_at_share,
-                                         summary)
-from recommender.hybrid import HybridModel
+from recommender.evaluation.human_judgements import (average_precision, evaluate_csfcube, evaluate_delivered, ndcg_at_share,
+                                                     summary)
+from recommender.models.hybrid import HybridModel
 from tests.conftest import SHARED, require
 
 CSFCUBE = SHARED / "data" / "csfcube"

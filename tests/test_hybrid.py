@@ -1,4 +1,4 @@
-"""recommender.hybrid: the default ranker (lexical + dense similarity with pseudo-relevance feedback)."""
+"""recommender.models.hybrid: the default ranker (lexical + dense similarity with pseudo-relevance feedback)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +7,8 @@ from sklearn.base import clone
 
 import connectors
 from recommender import Paper, Ranker
-from recommender.hybrid import (HybridModel, aggregation_depth, feedback_expanded_similarity, profile_share,
-                                standardize_columns)
+from recommender.models.hybrid import (HybridModel, aggregation_depth, feedback_expanded_similarity, profile_share,
+                                       standardize_columns)
 from tests.conftest import EXAMPLE_LIBRARY, SEEDS, require
 
 QUERY = Paper(id="q", title="Masked diffusion language models",
@@ -65,7 +65,7 @@ def test_feedback_on_real_vectors_is_the_plain_rocchio_step():
     from scipy import sparse
     from sklearn.preprocessing import normalize
 
-    from recommender.collection_index import CollectionIndexBuilder
+    from recommender.features.collection_index import CollectionIndexBuilder
     from tests.conftest import DATA
 
     papers = connectors.load(DATA / "report-collection.jsonl")
@@ -156,9 +156,9 @@ def test_title_only_queries_gain_from_the_dense_weight_on_expert_judgements():
     import dataclasses
 
     pytest.importorskip("sentence_transformers", reason="dense embeddings need the extra: pip install 'litrank[embeddings]'")
-    from connectors import csfcube
-    from recommender.embeddings import SentenceEmbedder
-    from recommender.human_judgements import evaluate_delivered, summary
+    from connectors.files import csfcube
+    from recommender.models.embeddings import SentenceEmbedder
+    from recommender.evaluation.human_judgements import evaluate_delivered, summary
     from tests.conftest import SHARED
 
     data = csfcube.load(require(SHARED / "data" / "csfcube"))

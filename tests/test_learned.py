@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 
 import connectors
-from recommender.learned import LightGBMRanker, self_supervised_training_set
-from recommender.model import LearnedModel, load_prior
-from recommender.representations import RepresentationBuilder
-from recommender.signals import candidate_features, feature_names, recency_weights
+from recommender.models.lightgbm_ranker import LightGBMRanker, self_supervised_training_set
+from recommender.models.scoring import LearnedModel, load_prior
+from recommender.features.representations import RepresentationBuilder
+from recommender.models.signals import candidate_features, feature_names, recency_weights
 from recommender import Paper
 from tests.conftest import EXAMPLE_LIBRARY, SEEDS, require
 
@@ -96,7 +96,7 @@ def test_learned_model_trains_on_the_library_and_beats_chance(corpus):
 
 def test_learned_model_with_real_embeddings(tmp_path):
     pytest.importorskip("sentence_transformers", reason="dense embeddings need pip install 'litrank[embeddings]'")
-    from recommender.embeddings import SentenceEmbedder
+    from recommender.models.embeddings import SentenceEmbedder
 
     library = connectors.load(EXAMPLE_LIBRARY)
     collection = connectors.load(require(SEEDS))
@@ -110,7 +110,7 @@ def test_learned_model_with_real_embeddings(tmp_path):
 
 
 def test_every_feature_has_a_readable_label():
-    from recommender.signals import describe_feature
+    from recommender.models.signals import describe_feature
 
     labels = [describe_feature(name) for name in feature_names(True)]
     assert len(set(labels)) == len(labels) and not any("_" in label for label in labels)
@@ -118,7 +118,7 @@ def test_every_feature_has_a_readable_label():
 
 
 def test_char_ngrams_in_a_second_process_equal_the_serial_result():
-    from recommender.representations import PARALLEL_CHAR_MIN_PAPERS, char_ngrams, run_aside
+    from recommender.features.representations import PARALLEL_CHAR_MIN_PAPERS, char_ngrams, run_aside
 
     papers = connectors.load(EXAMPLE_LIBRARY) + connectors.load(require(SEEDS))
     texts = [p.text for p in papers] * (PARALLEL_CHAR_MIN_PAPERS // len(papers) + 1)

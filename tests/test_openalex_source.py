@@ -16,7 +16,7 @@ def fake(httpserver, monkeypatch):
     httpserver.expect_request("/works").respond_with_handler(handler)
     monkeypatch.setenv("LITRANK_OPENALEX_API", httpserver.url_for("").rstrip("/"))
     monkeypatch.delenv("LITRANK_OFFLINE", raising=False)
-    monkeypatch.setattr("connectors.http_cache.time.sleep", lambda seconds: handler.requests.append({"slept": seconds}))
+    monkeypatch.setattr("connectors.online.http_cache.time.sleep", lambda seconds: handler.requests.append({"slept": seconds}))
     return handler
 
 

@@ -23,7 +23,7 @@ def fake(httpserver, monkeypatch):
     monkeypatch.setenv("LITRANK_OPENREVIEW_API", httpserver.url_for("").rstrip("/"))
     for name in ("OPENREVIEW_USERNAME", "OPENREVIEW_PASSWORD", "LITRANK_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("connectors.http_cache.time.sleep", lambda seconds: handler.requests.append({"slept": seconds}))
+    monkeypatch.setattr("connectors.online.http_cache.time.sleep", lambda seconds: handler.requests.append({"slept": seconds}))
     return handler
 
 

@@ -6,12 +6,12 @@ import pytest
 
 import connectors
 from recommender import defaults
-from recommender.affinity import AffinityScorer
-from recommender.cluster import LocalEngine
-from recommender.collection_index import CollectionIndexBuilder
-from recommender.hybrid import HybridModel
-from recommender.partitioned_index import build_partitioned
-from recommender.partitioned_scoring import CollectionPart
+from recommender.scale.affinity import AffinityScorer
+from recommender.scale.cluster import LocalEngine
+from recommender.features.collection_index import CollectionIndexBuilder
+from recommender.models.hybrid import HybridModel
+from recommender.scale.partitioned_index import build_partitioned
+from recommender.scale.partitioned_scoring import CollectionPart
 from tests.conftest import DATA, EXAMPLE_LIBRARY
 
 COLLECTION = defaults.bundled_collection()
@@ -64,7 +64,7 @@ def test_partitioned_vocabulary_idf_and_rows_equal_the_one_process_index(papers,
 def test_vocabulary_limits_apply_to_the_summed_document_frequencies(papers, monkeypatch):
     # The df limits (min_df 2, max_df 0.9) start at 5,000 / 10 papers; lower the first so a small
     # collection exercises both: a term seen once in each of two partitions must be kept.
-    import recommender.index_features as index_features
+    import recommender.features.index_features as index_features
 
     unlimited = CollectionIndexBuilder(lsa_components=0).build(papers)
     monkeypatch.setattr(index_features, "MIN_DF_FROM", 20)
@@ -92,7 +92,7 @@ def test_workers_read_their_own_files_when_given_paths(papers, tmp_path):
     for number, part in enumerate(split(papers, 3)):
         paths.append(tmp_path / f"part-{number}.jsonl")
         connectors.dump(part, paths[-1])
-    from_files = build_partitioned(LocalEngine(), [str(path) for path in paths])
+    from_files = build_partitioned(LocalEngine(), [str(path) for path in paths], read=connectors.load)
     from_papers = build_partitioned(LocalEngine(), split(papers, 3))
     assert from_files.paper_ids == from_papers.paper_ids
     assert from_files.vocabulary.word_terms == from_papers.vocabulary.word_terms

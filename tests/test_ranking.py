@@ -3,7 +3,7 @@ import pytest
 
 import recommender
 from recommender import Paper, Ranker
-from recommender.model import LearnedModel, SimilarityModel
+from recommender.models.scoring import LearnedModel, SimilarityModel
 from recommender.ranking import mmr_order
 from tests.conftest import EXAMPLE_LIBRARY, SEEDS, require
 

@@ -4,7 +4,8 @@ import json
 import pytest
 
 import connectors
-from connectors import csv_records, json_records
+from connectors.files import csv_records
+from connectors.files import json_records
 from recommender import Paper
 from tests.conftest import CONFERENCES, require
 

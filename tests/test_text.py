@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from connectors.latex import latex_to_text
+from connectors.bibtex.latex import latex_to_text
 from recommender.text import derive_title, strip_accents, truncate, words
 
 

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 import connectors
-from connectors import zotero_web
-from connectors.zotero_local_writes import KEYS_FILE, LocalKeyStore, LocalWriteAccess, LocalWriteError
-from connectors.zotero_writer import ZoteroWriter
+from connectors.zotero import web as zotero_web
+from connectors.zotero.local_writes import KEYS_FILE, LocalKeyStore, LocalWriteAccess, LocalWriteError
+from connectors.zotero.writer import ZoteroWriter
 from recommender.cli import main
 from tests.conftest import EXAMPLE_LIBRARY
 from tests.test_zotero_sync import item_data
@@ -286,7 +286,7 @@ def test_a_key_that_cannot_be_kept_still_serves_this_sync(zotero, tmp_path, monk
 
 def test_a_trashed_pick_is_disliked_and_never_created_again_through_the_local_api(zotero):
     """Zotero 10's local API serves <library>/items/trash as the Web API does."""
-    from connectors.feedback_store import FeedbackStore
+    from connectors.files.feedback_store import FeedbackStore
 
     assert run(zotero, "-n", "4").exit_code == 0
     gone = in_collection(zotero)[0]
@@ -320,7 +320,7 @@ def test_sync_into_a_group_library_through_the_local_api(zotero):
 
 
 def test_keys_granted_to_litrank_are_found_in_every_zotero_profile(tmp_path, monkeypatch):
-    from connectors.zotero_profiles import granted_local_keys
+    from connectors.zotero.profiles import granted_local_keys
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("APPDATA", raising=False)

@@ -13,8 +13,9 @@ import logging
 import pytest
 
 from connectors import errors as connectors_errors
-from connectors import zotero_sqlite, zotero_web
-from connectors.zotero_items import join_collection_path, split_collection_path
+from connectors.zotero import sqlite as zotero_sqlite
+from connectors.zotero import web as zotero_web
+from connectors.zotero.items import join_collection_path, split_collection_path
 from tests.zotero_fixtures import SHARED_DB, USER_LIBRARY, add_item, create_schema
 from tests.zotero_server import FakeZoteroAPI, sample_library
 

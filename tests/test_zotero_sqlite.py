@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 import connectors
-from connectors import _sqlite_read, zotero_sqlite
+from connectors.zotero import sqlite_read as _sqlite_read
+from connectors.zotero import sqlite as zotero_sqlite
 from connectors.errors import SourceError
-from connectors.zotero_items import paper_from_item
+from connectors.zotero.items import paper_from_item
 
 from . import zotero_fixtures as zf
 

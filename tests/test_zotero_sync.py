@@ -1,4 +1,4 @@
-"""``litrank sync`` and connectors/zotero_writer.py, through the real pyzotero, against the fake
+"""``litrank sync`` and connectors/zotero/writer.py, through the real pyzotero, against the fake
 Zotero API (tests/zotero_server.py) with its write side: the bundled ICML 2026 list ranked
 against the example diffusion library, served as a Zotero user library."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 import connectors
-from connectors import zotero_web
-from connectors.zotero_writer import ZoteroWriter
+from connectors.zotero import web as zotero_web
+from connectors.zotero.writer import ZoteroWriter
 from recommender.cli import main
 from tests.conftest import EXAMPLE_LIBRARY
 from tests.zotero_server import FakeZoteroAPI, Library, sample_library
@@ -269,7 +269,7 @@ def sync_with_feedback(*args):
 
 
 def test_zotero_feedback_tags_and_removals_become_judgements(api):
-    from connectors.feedback_store import FeedbackStore
+    from connectors.files.feedback_store import FeedbackStore
 
     sync_with_feedback("-n", "5", "--to", TO)
     picks = in_collection(api)
@@ -308,7 +308,7 @@ def test_sync_shows_its_stages_and_the_objects_sent_on_a_terminal(api, monkeypat
 
     shown, updates = [], []
     original_init, original_update = rich.status.Status.__init__, rich.status.Status.update
-    monkeypatch.setattr("recommender.cli_common._shows_progress", lambda: True)  # as on a terminal
+    monkeypatch.setattr("recommender.cli.common._shows_progress", lambda: True)  # as on a terminal
     monkeypatch.setattr(rich.status.Status, "__init__",
                         lambda self, status, **kw: shown.append(str(status)) or original_init(self, status, **kw))
     monkeypatch.setattr(rich.status.Status, "update",
@@ -334,7 +334,7 @@ def _trash(api, key: str, deleted: bool) -> None:
 
 
 def test_a_pick_moved_to_the_trash_stays_gone_counts_as_disliked_and_comes_back_when_restored(api):
-    from connectors.feedback_store import FeedbackStore
+    from connectors.files.feedback_store import FeedbackStore
 
     sync_with_feedback("-n", "5", "--to", TO)
     gone = in_collection(api)[0]

@@ -1,4 +1,4 @@
-"""The Zotero Web API / local API reader (connectors/zotero_web.py), through the real pyzotero,
+"""The Zotero Web API / local API reader (connectors/zotero/web.py), through the real pyzotero,
 against a fake Zotero API v3 on a loopback HTTP server (tests/zotero_server.py)."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from pyzotero import zotero
 
 import connectors
-from connectors import zotero_web
+from connectors.zotero import web as zotero_web
 from connectors.errors import SourceError
-from connectors.zotero_items import paper_from_item
+from connectors.zotero.items import paper_from_item
 from tests.zotero_server import FakeZoteroAPI, recorded, sample_library
 
 KEY = "Zk3ySecretValue0123456789"  # the API key the fake server accepts

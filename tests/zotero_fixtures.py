@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-from connectors.zotero_items import split_collection_path
+from connectors.zotero.items import split_collection_path
 
 SHARED_DB = (Path(__file__).resolve().parents[1].parent / "shared" / "data" / "zotero-sqlite"
              / "real-library-schema120.sqlite")

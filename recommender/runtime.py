@@ -1,0 +1,92 @@
+"""What a run takes from its surroundings: a second process for work that overlaps this one's,
+and the directory every cache lives under. Both sides use it: the BibTeX reader and the feature
+builder run work aside, the HTTP and embedding caches live under :func:`user_cache_root`.
+
+**Work aside.**
+
+Two slow steps of a run are pure Python and independent of each other: bibtexparser reading a
+library and, meanwhile, reading a collection index (and importing scikit-learn), or the
+collection's character n-grams while its word model is built. Threads would not overlap them
+(each holds the interpreter lock); a forked process does, on a machine with a second core.
+
+This module imports nothing heavy: the CLI starts its background work before scikit-learn is
+imported, so that the import itself is part of what overlaps.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Callable
+
+
+def spare_core() -> bool:
+    """Whether this process may use a second core."""
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except AttributeError:  # no affinity masks on this platform
+        return (os.cpu_count() or 1) > 1
+
+
+def run_aside(function: Callable, *args, aside: bool = True) -> Callable[[], object]:
+    """``function(*args)`` started in a second process when ``aside`` and a second core allow
+    (else run here, now); returns a function that gives its result or raises its error.
+
+    What ``function`` logs on the ``litrank`` logger there is logged here when the result is
+    taken, in order: a broken entry's warning reaches the same stderr (or test runner) as the
+    rest of the run.
+    """
+    if aside and spare_core():
+        try:
+            from concurrent.futures import ProcessPoolExecutor
+
+            # fork: the child has this process's imports and arguments at no cost.
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(method))
+            future = executor.submit(_logged, function, *args)
+            executor.shutdown(wait=False)
+            return lambda: _replay(*future.result())
+        except (OSError, RuntimeError, ValueError):  # no processes allowed here: stay serial
+            pass
+    result = function(*args)
+    return lambda: result
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[tuple[int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append((record.levelno, record.getMessage()))
+
+
+def _logged(function: Callable, *args):
+    """In the second process: ``function(*args)`` with what it logs collected, not printed."""
+    logger = logging.getLogger("litrank")
+    collect = _Collect()
+    logger.handlers, logger.propagate = [collect], False
+    try:
+        return function(*args), collect.records, None
+    except Exception as exc:  # raised where the result is taken, after what was logged before it
+        return None, collect.records, exc
+
+
+def _replay(result, records: list[tuple[int, str]], error: Exception | None):
+    logger = logging.getLogger("litrank")
+    for level, message in records:
+        logger.log(level, "%s", message)
+    if error is not None:
+        raise error
+    return result
+
+
+def user_cache_root() -> Path:
+    """``$LITRANK_CACHE_DIR``, else the user cache directory (platformdirs): every cache's parent."""
+    root = os.environ.get("LITRANK_CACHE_DIR")
+    if not root:
+        import platformdirs
+
+        root = platformdirs.user_cache_dir("litrank")
+    return Path(root).expanduser()
