@@ -100,9 +100,9 @@ def measure(size: int, workers: int, shards: int) -> dict:
     """One size, in this process: the figures as a dict."""
     import connectors
     from benchmarks.synthetic_collection import write_collection
+    from recommender.models.hybrid import HybridModel
     from recommender.scale.affinity import AffinityScorer
     from recommender.scale.cluster import engine
-    from recommender.models.hybrid import HybridModel
     from recommender.scale.partitioned_index import build_partitioned
 
     figures: dict = {"papers": size}
@@ -155,11 +155,11 @@ def tokenising_baseline() -> dict:
     """One partition's tokenising in this process, scikit-learn's vectorisers (the reference
     the numpy counting must equal) beside the numpy counting the workers run: a ratio of the
     same run and the same 12,500 papers, whatever the load on the machine."""
-    from benchmarks.synthetic_collection import write_collection
     import connectors
+    from benchmarks.synthetic_collection import write_collection
     from recommender.features.index_features import char_counter, count_chars, fit_counts, fold_accents, word_counter
-    from recommender.text import STOP_WORDS
     from recommender.features.word_grams import CodePoints, word_grams
+    from recommender.text import STOP_WORDS
 
     with tempfile.TemporaryDirectory(prefix="litrank-bench-affinity-") as directory:
         (path,) = write_collection(Path(directory), PARTITION_ROWS, 1)

@@ -28,7 +28,6 @@ from pathlib import Path
 import connectors
 from benchmarks.author_continuity import DEFAULT_CONFERENCES
 
-
 # Above this many library papers the ranking stage is skipped: see the message it prints.
 MAX_RANKED_LIBRARY = 20000
 

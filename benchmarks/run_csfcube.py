@@ -19,8 +19,14 @@ from pathlib import Path
 
 from connectors import SourceError
 from connectors.files import csfcube
-from recommender.evaluation.human_judgements import (EMBEDDING_METHODS, FACETS, LEXICAL_METHODS, evaluate_csfcube,
-                                                     evaluate_delivered, summary)
+from recommender.evaluation.human_judgements import (
+    EMBEDDING_METHODS,
+    FACETS,
+    LEXICAL_METHODS,
+    evaluate_csfcube,
+    evaluate_delivered,
+    summary,
+)
 from recommender.models.hybrid import HybridModel
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "csfcube"

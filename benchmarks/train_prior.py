@@ -21,10 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.author_continuity import CONFIGS, DEFAULT_CONFERENCES, build_tasks
-from benchmarks.shared_representations import SharedRepresentations
-from recommender.models.lightgbm_ranker import LightGBMRanker
+import connectors
+from benchmarks.author_continuity import DEFAULT_CONFERENCES
+from recommender.evaluation.author_continuity import CONFIGS, build_tasks
+from recommender.evaluation.shared_representations import SharedRepresentations
 from recommender.features.representations import RepresentationBuilder
+from recommender.models.lightgbm_ranker import LightGBMRanker
 from recommender.models.signals import candidate_features, feature_names
 
 # venue, history years, target year: none of the years 2010–2019 the benchmark evaluates on.
@@ -51,7 +53,7 @@ def training_matrix(conferences: Path, configs: dict, seed: int = 0, verbose: bo
     for config in configs:
         for track in ("text", "authors"):
             started = time.perf_counter()
-            tasks = build_tasks(conferences, config, track)
+            tasks = build_tasks(conferences, config, track, read=connectors.load)
             if not tasks:
                 continue
             shared = SharedRepresentations([task.library for task in tasks], tasks[0].collection,

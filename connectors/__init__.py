@@ -5,6 +5,12 @@ written, ``dumps(papers) -> str`` / ``dump(papers, path)``. This package picks t
 the file name (``.bib``, ``.txt``, ``.jsonl``, ``.json``, ``.csv``, each optionally ``.gz``) or
 from an explicit ``format``, and loads whole directories.
 
+Rooms: :mod:`connectors.bibtex`, :mod:`connectors.files` (JSONL/JSON, CSV, abstract lists,
+CSFCube, ``.litrank`` indexes, score files, settings, feedback store), :mod:`connectors.online`
+(arXiv, OpenReview, OpenAlex, Semantic Scholar), :mod:`connectors.zotero`; the HTML report writer
+sits here. Connectors import only recommender's records layer (``Paper``, text, feedback
+vocabulary, runtime), never its models or the CLI.
+
 Problems that do not stop a load (a broken BibTeX entry, a duplicate key, a legacy encoding)
 are logged as warnings on the ``"litrank"`` logger; the CLI prints them on stderr.
 """
@@ -14,15 +20,12 @@ import logging
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from recommender.paper import Paper, deduplicate
-
 from connectors import bibtex
-from connectors.files import abstract_list
-from connectors.files import csv_records
-from connectors.files import json_records
 from connectors._io import atomic_write_text
-from recommender.runtime import user_cache_root as cache_root
 from connectors.errors import SourceError, UnsupportedFormatError
+from connectors.files import abstract_list, csv_records, json_records
+from recommender.paper import Paper, deduplicate
+from recommender.runtime import user_cache_root as cache_root
 
 __all__ = [
     "FORMATS",
@@ -106,7 +109,9 @@ def load(source: str | Path, format: str | None = None, processes: int = 1) -> l
 
         return openreview_source.load(source)
     if isinstance(source, str) and source.startswith("zotero:"):
-        from connectors import zotero  # the Zotero readers: zotero:local, zotero:user/ID, zotero:group/ID, zotero:local-api
+        from connectors import (
+            zotero,  # the Zotero readers: zotero:local, zotero:user/ID, zotero:group/ID, zotero:local-api
+        )
 
         return zotero.load(source)
     path = Path(source).expanduser()

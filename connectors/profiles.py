@@ -20,9 +20,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from recommender.paper import Paper, deduplicate
-
 from connectors.errors import SourceError, UnsupportedFormatError
+from recommender.paper import Paper, deduplicate
 
 log = logging.getLogger("litrank")
 

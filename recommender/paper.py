@@ -6,7 +6,6 @@ from typing import Iterable, Iterator
 
 from recommender.text import abstract_fingerprint, normalize_doi, normalize_title, surname
 
-
 MIN_ABSTRACT_WORDS_FOR_IDENTITY = 20
 # Changes whenever Paper.identity_keys changes: keys stored with an older rule are made again.
 IDENTITY_RULE = 1

@@ -9,7 +9,6 @@ import re
 import unicodedata
 from functools import lru_cache
 
-
 # scikit-learn's English stop-word list (sklearn.feature_extraction.text.ENGLISH_STOP_WORDS,
 # BSD-3-Clause), held here so that counting words needs no scikit-learn import; a test checks
 # it still equals scikit-learn's, and an index records the list it was built with.

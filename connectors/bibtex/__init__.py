@@ -41,15 +41,15 @@ from typing import Iterable, Sequence
 
 from bibtexparser.bibdatabase import COMMON_STRINGS
 
-from recommender.paper import Paper
-from recommender.text import find_arxiv_id, normalize_doi
-
-from connectors.bibtex.scanner import CONTAINER_TYPES, resolve_crossrefs, scan
 from connectors._io import atomic_write_text, iter_text
+
 # Re-exported: callers write BibTeX through this module, keys included.
 from connectors.bibtex.keys import DEFAULT_KEY_STYLE, KEY_STYLES, citation_keys, detect_key_style, existing_key
-from connectors.errors import SourceError
 from connectors.bibtex.latex import escape_latex, format_name, latex_to_text, parse_names
+from connectors.bibtex.scanner import CONTAINER_TYPES, resolve_crossrefs, scan
+from connectors.errors import SourceError
+from recommender.paper import Paper
+from recommender.text import find_arxiv_id, normalize_doi
 
 __all__ = ["BIBTEX_TYPES", "DEFAULT_KEY_STYLE", "KEY_STYLES", "citation_keys", "detect_key_style", "dump", "dumps",
            "existing_key", "load", "loads"]

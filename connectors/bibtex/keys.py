@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from connectors.bibtex.latex import is_institution
 from recommender.paper import Paper
 from recommender.text import strip_accents, surname
-
-from connectors.bibtex.latex import is_institution
 
 _STOP_WORDS = frozenset(
     "a an the on of towards toward in for to and with at by from via is are do does what how why "

@@ -16,11 +16,10 @@ import logging
 import re
 from pathlib import Path
 
-from recommender.paper import Paper, deduplicate
-from recommender.text import abstract_fingerprint, derive_title
-
 from connectors._io import read_text
 from connectors.bibtex.latex import latex_to_text
+from recommender.paper import Paper, deduplicate
+from recommender.text import abstract_fingerprint, derive_title
 
 log = logging.getLogger("litrank")
 

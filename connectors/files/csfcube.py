@@ -18,10 +18,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recommender.paper import Paper
-
 from connectors._io import read_text
 from connectors.errors import SourceError
+from recommender.paper import Paper
 
 FACETS = ("background", "method", "result")
 _REQUIRED = ("papers.jsonl.gz", "qrels.json", "splits.json")

@@ -12,11 +12,10 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from recommender.paper import Paper
-
 from connectors._io import atomic_write_text, read_text
-from connectors.files.flat_records import FIELD_ALIASES, fill_missing_ids, paper_from_record, record_from_paper
 from connectors.errors import SourceError
+from connectors.files.flat_records import FIELD_ALIASES, fill_missing_ids, paper_from_record, record_from_paper
+from recommender.paper import Paper
 
 log = logging.getLogger("litrank")
 COLUMNS = ["id", "title", "title_derived", "authors", "year", "venue", "doi", "arxiv_id", "url", "keywords", "date_added", "abstract"]

@@ -37,10 +37,9 @@ from typing import Iterable, Iterator, Sequence
 
 import platformdirs
 
+from connectors.errors import SourceError
 from recommender.feedback import DISLIKED, LIKED
 from recommender.paper import IdentityIndex, Paper
-
-from connectors.errors import SourceError
 
 __all__ = ["APPLICATION_ID", "DATA_DIR_ENV", "SCHEMA_VERSION", "FeedbackEntry", "FeedbackStore", "default_path"]
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from connectors.errors import SourceError
 from recommender.paper import Paper
 from recommender.text import abstract_fingerprint, find_arxiv_id
-
-from connectors.errors import SourceError
 
 # Accepted spellings of each Paper field, first match wins. The first spelling of each
 # list is the one written on export; the others are what other tools (Zotero CSV export,

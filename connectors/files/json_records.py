@@ -12,11 +12,10 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from recommender.paper import Paper
-
 from connectors._io import atomic_write_text, read_text
-from connectors.files.flat_records import fill_missing_ids, paper_from_record, record_from_paper
 from connectors.errors import SourceError
+from connectors.files.flat_records import fill_missing_ids, paper_from_record, record_from_paper
+from recommender.paper import Paper
 
 _LIST_KEYS = ("papers", "items", "recommendations", "data", "results")
 log = logging.getLogger("litrank")

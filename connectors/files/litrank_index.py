@@ -31,10 +31,9 @@ from typing import Sequence
 
 import numpy as np
 
-from recommender.paper import Paper
-
 from connectors._io import atomic_write_binary
 from connectors.errors import SourceError
+from recommender.paper import Paper
 
 FORMAT = "litrank-index"
 FORMAT_VERSION = 2

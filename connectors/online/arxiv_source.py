@@ -19,10 +19,9 @@ import os
 import re
 from urllib.parse import parse_qs, unquote_plus
 
-from recommender.paper import Paper
-
 from connectors.errors import SourceError
 from connectors.online.http_cache import CachedSession
+from recommender.paper import Paper
 
 DEFAULT_API = "https://export.arxiv.org/api/query"
 DEFAULT_DAYS = 7

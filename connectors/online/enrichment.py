@@ -16,9 +16,8 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from recommender.paper import Paper
-
 from connectors.errors import SourceError
+from recommender.paper import Paper
 
 log = logging.getLogger("litrank")
 ARXIV_BATCH = 100
@@ -34,9 +33,7 @@ class Found:
 
 def find_abstracts(papers: Sequence[Paper], progress: Callable[[int, int], None] | None = None) -> dict[str, Found]:
     """Abstracts for the papers of ``papers`` whose abstract is empty, by paper id."""
-    from connectors.online import arxiv_source
-    from connectors.online import openalex_source
-    from connectors.online import semanticscholar_source
+    from connectors.online import arxiv_source, openalex_source, semanticscholar_source
     from connectors.online.http_cache import CachedSession
 
     missing = [paper for paper in papers if not paper.abstract.strip()]

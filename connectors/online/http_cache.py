@@ -18,8 +18,8 @@ Settings from the environment: ``$LITRANK_OFFLINE`` (1: cache only), ``$LITRANK_
 """
 from __future__ import annotations
 
-import email.utils
 import contextlib
+import email.utils
 import hashlib
 import json
 import logging
@@ -32,8 +32,8 @@ from urllib.parse import urlsplit
 import requests
 from requests.structures import CaseInsensitiveDict
 
-from recommender.runtime import user_cache_root
 from connectors.errors import SourceError
+from recommender.runtime import user_cache_root
 
 log = logging.getLogger("litrank")
 

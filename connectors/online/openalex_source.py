@@ -16,12 +16,11 @@ import os
 import re
 from urllib.parse import parse_qs
 
+from connectors.errors import SourceError
+from connectors.files.flat_records import exact_title_match
+from connectors.online.http_cache import CachedSession
 from recommender.paper import Paper
 from recommender.text import normalize_doi
-
-from connectors.files.flat_records import exact_title_match
-from connectors.errors import SourceError
-from connectors.online.http_cache import CachedSession
 
 DEFAULT_API = "https://api.openalex.org"
 DEFAULT_MAX = 10000

@@ -18,10 +18,9 @@ import os
 import re
 from urllib.parse import parse_qs
 
-from recommender.paper import Paper
-
 from connectors.errors import SourceError
 from connectors.online.http_cache import CachedSession
+from recommender.paper import Paper
 
 DEFAULT_API = "https://api2.openreview.net"
 SITE = "https://openreview.net"

@@ -12,12 +12,11 @@ from __future__ import annotations
 import os
 from urllib.parse import quote
 
+from connectors.errors import SourceError
+from connectors.files.flat_records import exact_title_match
+from connectors.online.http_cache import CachedSession
 from recommender.paper import Paper
 from recommender.text import normalize_doi
-
-from connectors.files.flat_records import exact_title_match
-from connectors.errors import SourceError
-from connectors.online.http_cache import CachedSession
 
 DEFAULT_API = "https://api.semanticscholar.org"
 FIELDS = "title,abstract,authors,year,externalIds,venue"

@@ -8,9 +8,8 @@ and :mod:`connectors.zotero.web`.
 """
 from __future__ import annotations
 
-from recommender.paper import Paper
-
 from connectors.errors import UnsupportedFormatError
+from recommender.paper import Paper
 
 SCHEMES = ("zotero:local", "zotero:local-api", "zotero:local-api/groups/<id>", "zotero:user/<id>", "zotero:group/<id>",
            "zotero:web/groups/<id>")

@@ -10,11 +10,10 @@ import re
 from typing import Any, Hashable, Mapping, Sequence, TypeVar
 from urllib.parse import unquote
 
+from connectors.errors import SourceError
 from recommender.feedback import LITRANK_TAG, TRASHED
 from recommender.paper import Paper
 from recommender.text import find_arxiv_id
-
-from connectors.errors import SourceError
 
 # Item types that are not papers of the library: they are attached to or annotate one.
 NON_PAPER_TYPES = frozenset({"attachment", "note", "annotation"})

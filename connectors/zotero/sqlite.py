@@ -32,13 +32,18 @@ import re
 import sqlite3
 from pathlib import Path
 
-from recommender.paper import Paper
-
-from connectors.zotero.sqlite_read import read_database
 from connectors.errors import SourceError
-from connectors.zotero.items import (NON_PAPER_TYPES, is_litrank_item_data, join_collection_path, paper_from_item,
-                                     query_parameters, select_collections)
+from connectors.zotero.items import (
+    NON_PAPER_TYPES,
+    is_litrank_item_data,
+    join_collection_path,
+    paper_from_item,
+    query_parameters,
+    select_collections,
+)
 from connectors.zotero.profiles import preferred_data_dirs
+from connectors.zotero.sqlite_read import read_database
+from recommender.paper import Paper
 
 __all__ = ["DATA_DIR_ENV", "KNOWN_SCHEMA", "MIN_SCHEMA", "find_database", "load", "load_uri"]
 

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from recommender.feedback import DROPPED_FROM, EXTRA_PREFIX, IN_COLLECTION, LITRANK_TAG as TAG
-from recommender.paper import IdentityIndex, Paper
-
 from connectors.zotero.items import is_litrank_item_data, join_collection_path, paper_from_item, split_collection_path
+from recommender.feedback import DROPPED_FROM, EXTRA_PREFIX, IN_COLLECTION
+from recommender.feedback import LITRANK_TAG as TAG
+from recommender.paper import IdentityIndex, Paper
 
 if TYPE_CHECKING:
     from connectors.zotero.writer import WriteReport, ZoteroWriter

@@ -34,11 +34,15 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from recommender.paper import Paper
-
 from connectors.errors import SourceError
-from connectors.zotero.items import (is_litrank_item_data, join_collection_path, paper_from_item, query_parameters,
-                                     select_collections)
+from connectors.zotero.items import (
+    is_litrank_item_data,
+    join_collection_path,
+    paper_from_item,
+    query_parameters,
+    select_collections,
+)
+from recommender.paper import Paper
 
 log = logging.getLogger("litrank")
 

@@ -11,8 +11,7 @@ import gc
 
 import click
 
-from recommender.cli import (affinity, cache, config, enrich, evaluate, feedback, fetch, index, rank,
-                             sync)
+from recommender.cli import affinity, cache, config, enrich, evaluate, feedback, fetch, index, rank, sync
 from recommender.cli.common import configure_logging, settings_default_map
 from recommender.version import __version__
 

@@ -6,7 +6,6 @@ import click
 import connectors
 from connectors import profiles
 from connectors.files import affinity_scores
-
 from recommender.cli.common import fail, load_sources, make_embedder, model_options, plural, say, stage, zotero_sources
 
 
@@ -63,11 +62,10 @@ def affinity(profiles_source, collection_sources, profiles_format, collection_fo
         fail(affinity_scores.PARQUET_HINT)
     if model_name != "hybrid":
         fail(f"affinity scores use the hybrid model; --model {model_name} is for `litrank rank`")
-    from recommender.scale.affinity import AffinityScorer
-    from recommender.scale.cluster import partition_bounds
-    from recommender.scale.cluster import ClusterUnavailable, engine
-    from recommender.scale.partitioned_index import index_on
     from recommender.ranking import make_model
+    from recommender.scale.affinity import AffinityScorer
+    from recommender.scale.cluster import ClusterUnavailable, engine, partition_bounds
+    from recommender.scale.partitioned_index import index_on
 
     zotero_sources((), zotero_dir, None)
     try:

@@ -5,7 +5,6 @@ import json
 
 import click
 
-
 from recommender.models import embeddings
 
 

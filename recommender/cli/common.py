@@ -17,9 +17,13 @@ from typing import Callable
 import click
 
 import connectors
-
-from recommender.feedback import (is_litrank_item, is_trashed, judgements_from_keywords, merge_judgements,
-                                  zotero_judgements)
+from recommender.feedback import (
+    is_litrank_item,
+    is_trashed,
+    judgements_from_keywords,
+    merge_judgements,
+    zotero_judgements,
+)
 
 # The feedback store's source of the dislikes that moving a pick to the Zotero trash gives.
 TRASH_SOURCE = "zotero-trash"
@@ -201,7 +205,12 @@ def make_embedder(name: str | None):
         name = os.environ.get(EMBEDDER_ENVIRONMENT, "auto")
     if name.strip().lower() in NO_EMBEDDER:
         return None
-    from recommender.models.embeddings import DEFAULT_EMBEDDER, EmbeddingsUnavailable, SentenceEmbedder, embeddings_available
+    from recommender.models.embeddings import (
+        DEFAULT_EMBEDDER,
+        EmbeddingsUnavailable,
+        SentenceEmbedder,
+        embeddings_available,
+    )
 
     if name.strip().lower() == "auto":
         if not _default_embedder_installed():

@@ -6,7 +6,6 @@ from pathlib import Path
 import click
 
 import connectors
-
 from recommender.cli.common import enrich_papers, fail, network_progress, plural, say
 
 

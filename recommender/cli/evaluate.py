@@ -9,10 +9,9 @@ from pathlib import Path
 import click
 
 import connectors
-
 from recommender import defaults
-from recommender.report import formats as report
 from recommender.cli.common import fail, load_sources, make_embedder, say
+from recommender.report import formats as report
 
 BENCHMARKS = ("library", "csfcube", "author-continuity")
 CSFCUBE_FOLDS = ("fold1_test", "fold1_dev", "fold2_test", "fold2_dev", "all")
@@ -93,8 +92,13 @@ def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_
 
 def _csfcube(directory: Path, fold: str, methods, limit, embedder, seed: int, output_format: str) -> None:
     from connectors.files import csfcube
-
-    from recommender.evaluation.human_judgements import EMBEDDING_METHODS, FACETS, LEXICAL_METHODS, evaluate_csfcube, summary
+    from recommender.evaluation.human_judgements import (
+        EMBEDDING_METHODS,
+        FACETS,
+        LEXICAL_METHODS,
+        evaluate_csfcube,
+        summary,
+    )
 
     data = csfcube.load(directory)
     methods = methods or list(LEXICAL_METHODS) + (list(EMBEDDING_METHODS) if embedder is not None else [])
@@ -131,12 +135,12 @@ def _csfcube(directory: Path, fold: str, methods, limit, embedder, seed: int, ou
 
 
 def _author_continuity(conferences: Path, methods, limit, embedder, output_format: str) -> None:
-    from benchmarks.run_author_continuity import DEFAULT_METHODS, markdown, run
+    from recommender.evaluation.author_continuity_runs import DEFAULT_METHODS, markdown, run
 
     def progress(line: str) -> None:
         say(line)
 
-    results = run(methods=methods or DEFAULT_METHODS, max_tasks=limit, conferences=conferences, embedder=embedder,
+    results = run(conferences, methods=methods or DEFAULT_METHODS, max_tasks=limit, embedder=embedder, read=connectors.load,
                   progress=progress)
     if output_format == "json":
         click.echo(json.dumps({"benchmark": "author-continuity", "results": results}, indent=2))

@@ -14,7 +14,6 @@ from rich.table import Table
 
 import connectors
 from connectors.files.feedback_store import FeedbackEntry, FeedbackStore
-
 from recommender import defaults
 from recommender.cli.common import fail, load_sources, say
 from recommender.feedback import DISLIKED, LIKED

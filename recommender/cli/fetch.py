@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 import connectors
-
 from recommender.cli.common import fail, network_progress, plural, remote_options, remote_sources, say
 
 

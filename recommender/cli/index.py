@@ -6,7 +6,6 @@ from pathlib import Path
 import click
 
 import connectors
-
 from recommender.cli.common import fail, make_embedder, network_progress, remote_options, remote_sources, say, stage
 
 

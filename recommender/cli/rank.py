@@ -9,14 +9,27 @@ from typing import TYPE_CHECKING
 import click
 
 import connectors
-
 from recommender import defaults
-from recommender.report import formats as report
-from recommender.cli.common import (enrich_papers, fail, index_embedder, judgements, load_sources,
-                                    make_embedder, model_options, network_progress, plural, read_collection_index,
-                                    remote_options, remote_sources, say, stage, start_loading,
-                                    zotero_sources)
+from recommender.cli.common import (
+    enrich_papers,
+    fail,
+    index_embedder,
+    judgements,
+    load_sources,
+    make_embedder,
+    model_options,
+    network_progress,
+    plural,
+    read_collection_index,
+    remote_options,
+    remote_sources,
+    say,
+    stage,
+    start_loading,
+    zotero_sources,
+)
 from recommender.feedback import is_litrank_item
+from recommender.report import formats as report
 
 if TYPE_CHECKING:
     from recommender.ranking import Ranking
@@ -256,7 +269,6 @@ def _key_style(ranking: Ranking) -> str:
 
 def _html_page(ranking: Ranking, caption: str) -> str:
     from connectors import html_report
-
     from recommender.report.page_data import report_data
 
     style = _key_style(ranking)

@@ -13,11 +13,10 @@ import click
 
 import connectors
 from connectors.zotero.sync_plan import Plan, apply_plan, is_litrank_item_data, make_plan
-
 from recommender import defaults
 from recommender.cli.common import fail, judgements, load_sources, make_embedder, model_options, say, stage
-from recommender.feedback import is_litrank_item
 from recommender.defaults import DEFAULT_DIVERSITY
+from recommender.feedback import is_litrank_item
 
 LOCAL_DATABASE_MESSAGE = (
     "litrank never writes to Zotero's database file (zotero:local): Zotero must be the only writer of "

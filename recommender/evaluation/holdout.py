@@ -22,9 +22,9 @@ from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.svm import LinearSVC
 
-from recommender.ranking import MODEL_NAMES, make_model
-from recommender.paper import Paper
 from recommender.models.signals import recency_weights
+from recommender.paper import Paper
+from recommender.ranking import MODEL_NAMES, make_model
 
 METRICS = ("ndcg@10", "recall@10", "recall@20", "mrr")
 BASELINES = ("random", "bm25", "tfidf_max", "recency_cosine", "tfidf_svm")

@@ -22,15 +22,33 @@ import numpy as np
 from scipy import sparse
 
 from recommender.estimator import Estimator
-from recommender.features.index_features import (TopicRows, author_incidence, basis_from_components, bm25_parameters, bm25_weights,
-                                                 components_from_basis, count_words, embedder_id, feature_layout, fit_counts, fit_lsa,
-                                                 lsa_fits, lsa_rows, smooth_idf, start_char_job, tfidf_rows, title_analyzer,
-                                                 title_counter, widen_columns)
+from recommender.features.index_features import (
+    TopicRows,
+    author_incidence,
+    basis_from_components,
+    bm25_parameters,
+    bm25_weights,
+    components_from_basis,
+    count_words,
+    embedder_id,
+    feature_layout,
+    fit_counts,
+    fit_lsa,
+    lsa_fits,
+    lsa_rows,
+    smooth_idf,
+    start_char_job,
+    tfidf_rows,
+    title_analyzer,
+    title_counter,
+    widen_columns,
+)
 from recommender.features.library_weighting import LibraryWeighting
-from recommender.paper import IDENTITY_RULE, Paper
 from recommender.features.representations import Representations
 from recommender.features.sparse_products import head_product
 from recommender.features.word_counts import count_in_vocabulary
+from recommender.paper import IDENTITY_RULE, Paper
+
 
 class _LazyBlocks(dict):
     """``Representations.blocks`` computed on first use: each model reads only some of them."""

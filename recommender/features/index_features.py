@@ -14,9 +14,9 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 
-from recommender.paper import Paper
 from recommender.features.representations import author_key, run_aside
 from recommender.features.sparse_products import divide_rows, normalize_rows, row_norms
+from recommender.paper import Paper
 from recommender.text import STOP_WORDS, strip_accents
 
 # Everything that decides what an index's numbers mean. An index built under another layout

@@ -8,7 +8,14 @@ import numpy as np
 from scipy import sparse
 
 from recommender.features.char_grams import count_char_grams
-from recommender.features.index_features import ColumnNames, count_words, document_frequency_limits, fold_accents, idf_of, tfidf_rows
+from recommender.features.index_features import (
+    ColumnNames,
+    count_words,
+    document_frequency_limits,
+    fold_accents,
+    idf_of,
+    tfidf_rows,
+)
 
 
 class LibraryWeighting:

@@ -17,8 +17,8 @@ from scipy import sparse
 from threadpoolctl import threadpool_limits
 
 from recommender import runtime as background
-from recommender.paper import Paper
 from recommender.features.sparse_products import normalize_rows
+from recommender.paper import Paper
 from recommender.text import STOP_WORDS, strip_accents, words
 
 if TYPE_CHECKING:

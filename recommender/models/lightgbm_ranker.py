@@ -15,9 +15,9 @@ import lightgbm
 import numpy as np
 
 from recommender.estimator import Estimator
-from recommender.paper import Paper
 from recommender.features.representations import Representations
 from recommender.models.signals import candidate_features
+from recommender.paper import Paper
 
 LIKED_LABEL = 2
 

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
-from recommender.paper import Paper
 from recommender.features.representations import RepresentationBuilder, Representations
-from recommender.models.signals import candidate_features, feature_names
 from recommender.features.sparse_products import dense_product, normalize_rows
+from recommender.models.signals import candidate_features, feature_names
+from recommender.paper import Paper
 
 if TYPE_CHECKING:
     from recommender.models.lightgbm_ranker import LightGBMRanker

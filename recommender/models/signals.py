@@ -5,8 +5,8 @@ from typing import Sequence
 
 import numpy as np
 
-from recommender.paper import Paper
 from recommender.features.representations import Representations
+from recommender.paper import Paper
 
 TOP_K = 3
 KEYTERM_COUNT = 300

@@ -10,11 +10,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from recommender.version import __version__
 from recommender.paper import Paper
-from recommender.report.paper_map import PaperMap, topic_space
 from recommender.ranking import Ranking, Recommendation
 from recommender.report.formats import DERIVED_MARK, SCORE_DIGITS, venue_year
+from recommender.report.paper_map import PaperMap, topic_space
+from recommender.version import __version__
 
 _ARXIV_URL = "https://arxiv.org/abs/{}"
 _DOI_URL = "https://doi.org/{}"

@@ -24,15 +24,15 @@ from typing import Callable, Iterator, Mapping, Sequence
 import numpy as np
 from scipy import sparse
 
-from recommender.scale import partitioned_scoring as steps
 from recommender.features.collection_index import CollectionIndex
-from recommender.features.library_weighting import LibraryWeighting
 from recommender.features.index_features import author_incidence
+from recommender.features.library_weighting import LibraryWeighting
+from recommender.features.sparse_products import normalize_rows
 from recommender.models.hybrid import HybridModel
 from recommender.paper import Paper
+from recommender.scale import partitioned_scoring as steps
 from recommender.scale.cluster import partition_bounds
 from recommender.scale.partitioned_index import PartitionedIndex
-from recommender.features.sparse_products import normalize_rows
 
 COLUMN_BUDGET = 256
 

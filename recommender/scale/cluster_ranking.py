@@ -16,13 +16,13 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 
-from recommender.scale.affinity import AffinityScorer
-from recommender.scale.cluster import partition_bounds
 from recommender.features.collection_index import CollectionIndex
 from recommender.features.index_features import components_from_basis, fit_lsa, lsa_fits, lsa_rows, widen_columns
 from recommender.models.hybrid import HybridModel
 from recommender.models.scoring import TermExplainer
 from recommender.paper import Paper
+from recommender.scale.affinity import AffinityScorer
+from recommender.scale.cluster import partition_bounds
 from recommender.scale.partitioned_index import build_partitioned
 
 

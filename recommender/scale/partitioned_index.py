@@ -27,9 +27,18 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy import sparse
 
+from recommender.features.index_features import (
+    CountedTfidf,
+    author_incidence,
+    bm25_parameters_of,
+    bm25_weights,
+    count_chars,
+    embedder_id,
+    fold_accents,
+    idf_of,
+    tfidf_norms,
+)
 from recommender.features.library_weighting import LibraryWeighting
-from recommender.features.index_features import (CountedTfidf, author_incidence, bm25_parameters_of, bm25_weights, count_chars, embedder_id,
-                                                 fold_accents, idf_of, tfidf_norms)
 from recommender.paper import Paper
 from recommender.scale.cluster import LocalEngine, partition_bounds
 from recommender.scale.partition_terms import TermCounts, WordTermCounts
@@ -91,8 +100,8 @@ def _local_words(texts: list[str]):
     """A partition's word counts with its own (unlimited) vocabulary, its terms as numbers
     (see :class:`~recommender.scale.partition_terms.WordTermCounts`): (csr, (words, first, second,
     df, total counts))."""
-    from recommender.text import STOP_WORDS
     from recommender.features.word_grams import CodePoints, word_grams
+    from recommender.text import STOP_WORDS
 
     try:
         grams = word_grams(CodePoints(texts, fold_accents), STOP_WORDS)

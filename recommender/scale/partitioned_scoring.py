@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from recommender.models.hybrid import aggregation_depth, profile_share
 from recommender.features.index_features import CountedTfidf
+from recommender.models.hybrid import aggregation_depth, profile_share
 from recommender.paper import IdentityIndex, Paper
 
 

@@ -1,0 +1,1 @@
+"""Tests of the command line as a user runs it."""

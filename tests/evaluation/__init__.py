@@ -1,0 +1,1 @@
+"""Tests of the evaluation: hold-out runs, CSFCube, author continuity."""

@@ -1,0 +1,1 @@
+"""Tests of the project's own rules: import contracts, sizes, packaging, docs."""

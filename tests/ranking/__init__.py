@@ -1,0 +1,1 @@
+"""Tests of the records, features, models and the ranking pipeline."""

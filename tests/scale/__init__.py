@@ -1,0 +1,1 @@
+"""Tests of ranking at scale: partitioned indexes, affinity, Dask."""
