@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from connectors import bibtex
-from connectors._io import atomic_write_text
-from connectors.errors import SourceError, UnsupportedFormatError
+from connectors._io import atomic_write_text, is_stdout
+from connectors.errors import NOTICE, SourceError, UnsupportedFormatError
 from connectors.files import abstract_list, csv_records, json_records
-from recommender.paper import Paper, deduplicate
+from recommender.paper import Paper, deduplicate, describe_merge, describe_merges
 from recommender.runtime import user_cache_root as cache_root
 
 __all__ = [
@@ -34,7 +34,9 @@ __all__ = [
     "cache_root",
     "detect_format",
     "dump",
+    "deduplicated",
     "dumps",
+    "is_stdout",
     "load",
     "load_many",
     "write_text",
@@ -44,7 +46,7 @@ log = logging.getLogger("litrank")
 
 # format name -> (module, file name endings it is detected from)
 FORMATS = {
-    "bibtex": (bibtex, (".bib", ".bibtex")),
+    "bibtex": (bibtex, (".bib", ".bibtex", ".biblatex")),
     "text": (abstract_list, (".txt",)),
     "jsonl": (json_records, (".jsonl", ".ndjson")),
     "json": (json_records, (".json",)),
@@ -65,7 +67,8 @@ def detect_format(path: str | Path) -> str:
     for format_name, (_, endings) in FORMATS.items():
         if name.endswith(endings):
             return format_name
-    raise UnsupportedFormatError(f"{path}: unknown file format; {_supported()}")
+    raise UnsupportedFormatError(f"{path}: unknown file format; {_supported()}; or name the format, e.g. "
+                                 f"--library-format bibtex")
 
 
 def _module(format_name: str):
@@ -114,6 +117,10 @@ def load(source: str | Path, format: str | None = None, processes: int = 1) -> l
         )
 
         return zotero.load(source)
+    if isinstance(source, str) and "?" in source and source.partition("?")[0].lower().endswith(".sqlite"):
+        from connectors.zotero import sqlite as zotero_sqlite  # zotero.sqlite?collection=ML, as zotero:local takes it
+
+        return zotero_sqlite.load_uri(source)
     path = Path(source).expanduser()
     if path.suffix.lower() == ".litrank" and format is None:
         from connectors.files import litrank_index  # a collection index (`litrank index`): its papers
@@ -149,19 +156,31 @@ def _load_directory(directory: Path, format: str | None, processes: int) -> list
     papers: list[Paper] = []
     for path in files:
         papers.extend(load(path, format, processes))
-    unique = list(deduplicate(papers))
-    if len(unique) < len(papers):
-        log.info("%s: %d papers appear in more than one file; kept once", directory, len(papers) - len(unique))
+    return deduplicated(papers, str(directory))
+
+
+def deduplicated(papers: Iterable[Paper], where: str) -> list[Paper]:
+    """Each distinct paper of ``papers`` once (first occurrence wins, by the identity rule:
+    DOI, arXiv id, or title and first author; never a shared abstract alone), saying on the
+    ``litrank`` logger how many records were merged and why (at :data:`~connectors.errors.NOTICE`),
+    and which (info: ``-v``)."""
+    merges: list = []
+    unique = list(deduplicate(papers, merges))
+    if merges:
+        log.log(NOTICE, "%s: %s (-v lists them).", where, describe_merges(merges))
+        for merge in merges:
+            log.info("  %s", describe_merge(merge))
     return unique
 
 
 def load_many(sources: Iterable[str | Path], format: str | None = None, processes: int = 1) -> list[Paper]:
     """Load several sources (see :func:`load`) and keep each distinct paper once (first
     occurrence wins)."""
+    sources = list(sources)
     papers: list[Paper] = []
     for source in sources:
         papers.extend(load(source, format, processes))
-    return list(deduplicate(papers))
+    return deduplicated(papers, ", ".join(map(str, sources)))
 
 
 def dumps(papers: Sequence[Paper], format: str) -> str:
@@ -182,5 +201,6 @@ def dump(papers: Sequence[Paper], target: str | Path, format: str | None = None)
 
 
 def write_text(target: str | Path, text: str) -> None:
-    """Write text to a file atomically (gzip-compressed when the name ends in ``.gz``)."""
-    atomic_write_text(Path(target).expanduser(), text)
+    """Write text to a file atomically (gzip-compressed when the name ends in ``.gz``); to a pipe
+    or a device directly, to standard output for ``-`` or ``/dev/stdout``."""
+    atomic_write_text(target if is_stdout(target) else Path(target).expanduser(), text)

@@ -4,8 +4,11 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gzip
+import io
 import logging
 import os
+import stat
+import sys
 import tempfile
 import zlib
 from pathlib import Path
@@ -150,7 +153,8 @@ def atomic_write_text(path: Path, text: str | Iterable[str], compress: bool | No
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one.
 
     The data goes to a temporary file in the same directory, is flushed to disk and then
-    renamed over the target. ``compress`` (default: when the name ends in ``.gz``) gzips it.
+    renamed over the target (a pipe, a device or standard output is written directly: see
+    :func:`atomic_write_binary`). ``compress`` (default: when the name ends in ``.gz``) gzips it.
     ``text`` may be an iterable of pieces (written as they come, never joined in memory).
     """
     path = Path(path)
@@ -168,10 +172,53 @@ def atomic_write_text(path: Path, text: str | Iterable[str], compress: bool | No
     atomic_write_binary(path, write)
 
 
+# Names that mean this process's standard output, as `-o` accepts them.
+STDOUT_NAMES = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
+
+
+def is_stdout(path) -> bool:
+    """True for an output named ``-`` or ``/dev/stdout`` (and its ``/dev/fd/1`` aliases)."""
+    return str(path) in STDOUT_NAMES
+
+
+def _write_stream(handle: BinaryIO, write: Callable[[BinaryIO], None]) -> None:
+    write(handle)
+    handle.flush()
+
+
 def atomic_write_binary(path: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Call ``write(handle)`` on a temporary file beside ``path``, flush it to disk and rename it
-    over ``path``: readers see the old file or the whole new one, never a part."""
+    """Call ``write(handle)`` so that nothing that is not a regular file is ever replaced.
+
+    * a regular file (or a new one): written to a temporary file beside it, flushed to disk and
+      renamed over it, so that readers see the old file or the whole new one, never a part;
+    * a symbolic link: the same, at the file it points to (the link stays a link);
+    * ``-`` or ``/dev/stdout``: standard output;
+    * a named pipe or a device (``/dev/null``): opened and written directly, no temporary file;
+    * anything else (a directory, a socket): a :class:`SourceError`.
+    """
+    if is_stdout(path):
+        _write_stream(sys.stdout.buffer, write)
+        return
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))  # the final target, through every link
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise SourceError(f"{path}: is a directory")
+    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)):
+        try:
+            with open(path, "wb", buffering=0) as raw, io.BufferedWriter(raw) as handle:
+                _write_stream(handle, write)
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        return
+    if mode is not None and not stat.S_ISREG(mode):
+        raise SourceError(f"{path}: not a regular file, pipe or device; litrank does not replace it")
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise SourceError(f"{path}: directory {directory} does not exist")
@@ -181,8 +228,8 @@ def atomic_write_binary(path: Path, write: Callable[[BinaryIO], None]) -> None:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(tmp_name, path.stat().st_mode & 0o777)
+        if mode is not None:
+            os.chmod(tmp_name, mode & 0o777)
         else:
             umask = os.umask(0)
             os.umask(umask)

@@ -106,57 +106,115 @@ class Paper:
         return keys[0] if keys else f"id:{self.id}"
 
 
+# Why two records were taken for one paper, by the kind of identity key they share.
+MATCH_REASONS = {"doi": "same DOI", "arxiv": "same arXiv id", "title": "same title and first author",
+                 "abstract": "same abstract, no title"}
+
+
 class IdentityIndex:
     """Answers "is this paper already in that set?" under the shared identity rule.
 
     Two papers are the same when they share a DOI, an arXiv id, or a normalised title whose
-    first-author surnames agree (or one of them lists no authors), or, for untitled papers,
-    the same abstract fingerprint. Looking a paper up is O(number of its keys).
+    first-author surnames agree (or one of them lists no authors). An abstract identifies only
+    a paper without a title of its own: an untitled abstract matches the same abstract with
+    its title, but two titled papers that share an abstract (book chapters carrying the book's
+    blurb, papers under one project description) stay two. Looking a paper up is O(number of
+    its keys).
     """
 
     def __init__(self, papers: Iterable[Paper] = ()) -> None:
         self._by_key: dict[str, Paper] = {}
         # normalised title -> {first author surname ('' when unknown): paper}
         self._by_title: dict[str, dict[str, Paper]] = {}
+        # abstract key -> the first paper with it, among untitled and among titled papers
+        self._untitled: dict[str, Paper] = {}
+        self._titled: dict[str, Paper] = {}
         for paper in papers:
             self.add(paper)
 
     def add(self, paper: Paper) -> None:
-        for key in paper.identity_keys():
+        keys = paper.identity_keys()
+        titled = any(key.startswith("title:") for key in keys)
+        for key in keys:
             if key.startswith("title:"):
                 title, _, author = key[len("title:"):].partition("|")
                 self._by_title.setdefault(title, {}).setdefault(author, paper)
+            elif key.startswith("abstract:"):
+                (self._titled if titled else self._untitled).setdefault(key, paper)
             else:
                 self._by_key.setdefault(key, paper)
 
-    def find(self, paper: Paper, keys: list[str] | None = None) -> Paper | None:
-        """The indexed paper that ``paper`` is the same as, or None; ``keys``: the paper's
+    def match(self, paper: Paper, keys: list[str] | None = None) -> tuple[Paper, str] | None:
+        """``(indexed paper, reason)`` for the indexed paper that ``paper`` is the same as, or
+        None; the reason is a key of :data:`MATCH_REASONS`. ``keys``: the paper's
         :meth:`Paper.identity_keys` when they are known already."""
-        for key in paper.identity_keys() if keys is None else keys:
+        keys = paper.identity_keys() if keys is None else keys
+        titled = any(key.startswith("title:") for key in keys)
+        for key in keys:
             if key.startswith("title:"):
                 title, _, author = key[len("title:"):].partition("|")
                 by_author = self._by_title.get(title)
                 if not by_author:
                     continue
                 if author in by_author:
-                    return by_author[author]
+                    return by_author[author], "title"
                 if not author:
-                    return next(iter(by_author.values()))
+                    return next(iter(by_author.values())), "title"
                 if "" in by_author:
-                    return by_author[""]
+                    return by_author[""], "title"
+            elif key.startswith("abstract:"):
+                found = self._untitled.get(key) or (None if titled else self._titled.get(key))
+                if found is not None:
+                    return found, "abstract"
             elif key in self._by_key:
-                return self._by_key[key]
+                return self._by_key[key], key.partition(":")[0]
         return None
+
+    def find(self, paper: Paper, keys: list[str] | None = None) -> Paper | None:
+        """The indexed paper that ``paper`` is the same as, or None (see :meth:`match`)."""
+        found = self.match(paper, keys)
+        return found[0] if found is not None else None
 
     def __contains__(self, paper: object) -> bool:
         return isinstance(paper, Paper) and self.find(paper) is not None
 
 
-def deduplicate(papers: Iterable[Paper]) -> Iterator[Paper]:
-    """Yield each distinct paper once (the first occurrence wins), by the identity rule."""
+@dataclass(frozen=True)
+class Merge:
+    """A record taken for a paper already seen: ``dropped`` is the same paper as ``kept``."""
+
+    dropped: Paper
+    kept: Paper
+    reason: str  # a key of MATCH_REASONS
+
+
+def deduplicate(papers: Iterable[Paper], merges: list[Merge] | None = None) -> Iterator[Paper]:
+    """Yield each distinct paper once (the first occurrence wins), by the identity rule; each
+    record left out is appended to ``merges`` (when given), with why."""
     seen = IdentityIndex()
     for paper in papers:
-        if paper in seen:
+        found = seen.match(paper)
+        if found is not None:
+            if merges is not None:
+                merges.append(Merge(paper, found[0], found[1]))
             continue
         seen.add(paper)
         yield paper
+
+
+def describe_merges(merges: Iterable[Merge]) -> str:
+    """One line: "8 duplicates merged (same DOI: 5, same title and first author: 3)"."""
+    merges = list(merges)
+    counts: dict[str, int] = {}
+    for merge in merges:
+        counts[merge.reason] = counts.get(merge.reason, 0) + 1
+    why = ", ".join(f"{MATCH_REASONS[reason]}: {n}" for reason, n in sorted(counts.items(), key=lambda i: -i[1]))
+    return f"{len(merges)} duplicate{'' if len(merges) == 1 else 's'} merged ({why})"
+
+
+def describe_merge(merge: Merge) -> str:
+    """One merge, for ``-v``: which record was taken for which, and why."""
+    def name(paper: Paper) -> str:
+        return f"{paper.id!r} ({paper.title[:60] or 'untitled'})"
+
+    return f"{name(merge.dropped)} is {name(merge.kept)}: {MATCH_REASONS[merge.reason]}"

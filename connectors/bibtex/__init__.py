@@ -33,6 +33,7 @@ braces (``title = {{...}}``); text is escaped for LaTeX, URLs and DOIs are writt
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from datetime import datetime
@@ -44,8 +45,16 @@ from bibtexparser.bibdatabase import COMMON_STRINGS
 from connectors._io import atomic_write_text, iter_text
 
 # Re-exported: callers write BibTeX through this module, keys included.
-from connectors.bibtex.keys import DEFAULT_KEY_STYLE, KEY_STYLES, citation_keys, detect_key_style, existing_key
+from connectors.bibtex.keys import (
+    DEFAULT_KEY_STYLE,
+    KEY_STYLES,
+    KEYLESS_ID_PREFIX,
+    citation_keys,
+    detect_key_style,
+    existing_key,
+)
 from connectors.bibtex.latex import escape_latex, format_name, latex_to_text, parse_names
+from connectors.bibtex.repair import annotation_name, is_placeholder_key
 from connectors.bibtex.scanner import CONTAINER_TYPES, resolve_crossrefs, scan
 from connectors.errors import SourceError
 from recommender.paper import Paper
@@ -159,6 +168,14 @@ def loads(text: str, source: str = "<string>") -> list[Paper]:
     return _parse([text], source)
 
 
+def keyless_id(paper: Paper, line: int) -> str:
+    """The id of an entry written without a key: from the paper's identity (the same paper gets
+    the same id in every file), else its line. Never taken for a citation key of its own."""
+    identity = paper.identity_keys()
+    digest = hashlib.sha1((identity[0] if identity else f"line:{line}").encode("utf-8")).hexdigest()[:10]
+    return f"{KEYLESS_ID_PREFIX}{digest}"
+
+
 def load(path: Path, processes: int = 1) -> list[Paper]:
     """Read a ``.bib`` file (optionally gzip-compressed, any common encoding), a piece at a time.
 
@@ -176,7 +193,7 @@ def _parse(pieces: Iterable[str], source: str, processes: int = 1) -> list[Paper
     raws = scanner.entries
     expanded = []
     for raw in raws:
-        expanded.append({name: scanner.expand(value, raw) for name, value in raw.values.items()})
+        expanded.append({annotation_name(name): scanner.expand(value, raw) for name, value in raw.values.items()})
         raw.values = {}  # the expanded values are all that is needed from here on
     resolved = resolve_crossrefs(raws, expanded, scanner)
     del expanded
@@ -192,7 +209,10 @@ def _parse(pieces: Iterable[str], source: str, processes: int = 1) -> list[Paper
                         source, raw.line, raw.key, first_line[folded], key)
         first_line.setdefault(folded, raw.line)
         taken.add(key.casefold())
-        papers.append(_to_paper(key, raw.type, values, source))
+        paper = _to_paper(key, raw.type, values, source)
+        if is_placeholder_key(raw.key):  # written without a key (Mendeley, EndNote): an id of its own
+            paper.id = keyless_id(paper, raw.line)
+        papers.append(paper)
         resolved[index] = None  # each entry's values now live in its Paper
     stray_lines = (line.strip() for comment in scanner.stray for line in comment.splitlines())
     if not papers and not scanner.broken and any(line and not line.startswith("%") for line in stray_lines):

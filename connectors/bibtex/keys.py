@@ -19,6 +19,8 @@ from recommender.text import strip_accents, surname
 _STOP_WORDS = frozenset(
     "a an the on of towards toward in for to and with at by from via is are do does what how why "
     "when can we our into as its be not".split())
+# The id of a BibTeX entry written without a key (connectors.bibtex.keyless_id).
+KEYLESS_ID_PREFIX = "keyless-"
 _VALID_KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_:.\-/+]*")
 _EXTRA_CITATION_KEY_RE = re.compile(r"^\s*Citation Key:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 # Key styles litrank can write, each with the pattern that recognises it in a library's keys.
@@ -62,8 +64,10 @@ def existing_key(paper: Paper) -> str | None:
     """The citation key a paper is already known under: its key in the BibTeX file it came from,
     or the Zotero item's Better BibTeX / Zotero 7 key (``citationKey``, or ``Citation Key:`` in
     Extra). None when it has none (a conference list's paper, say)."""
-    if paper.entry_type and paper.source.lower().endswith((".bib", ".bibtex", ".bib.gz", ".bibtex.gz")):
-        return paper.id if _VALID_KEY_RE.fullmatch(paper.id) else None
+    if paper.entry_type and paper.source.lower().endswith((".bib", ".bibtex", ".biblatex", ".bib.gz", ".bibtex.gz",
+                                                           ".biblatex.gz")):
+        keyless = paper.id.startswith(KEYLESS_ID_PREFIX)  # the file gave none: make one
+        return paper.id if _VALID_KEY_RE.fullmatch(paper.id) and not keyless else None
     for candidate in (paper.fields.get("citationKey", ""),
                       *_EXTRA_CITATION_KEY_RE.findall(paper.fields.get("extra", ""))):
         if _VALID_KEY_RE.fullmatch(candidate.strip()):

@@ -21,6 +21,8 @@ import pyparsing
 from bibtexparser.bibdatabase import COMMON_STRINGS, BibDataString, BibDataStringExpression
 from bibtexparser.bparser import BibTexParser
 
+from connectors.bibtex.repair import repair
+
 log = logging.getLogger("litrank")
 
 _NOT_INHERITED = frozenset(
@@ -69,8 +71,10 @@ class Scanner:
         self._frozen = False
 
     def feed(self, text: str, first_line: int = 1) -> None:
-        """Parse one chunk that starts on line ``first_line`` of the file."""
-        self.text, self._first_line = text, first_line
+        """Parse one chunk that starts on line ``first_line`` of the file (first rewriting what
+        real tools write and bibtexparser refuses: :mod:`connectors.bibtex.repair`)."""
+        self.text, self._first_line = repair(text, first_line), first_line
+        text = self.text
         self._newlines = array("q", (match.start() for match in re.finditer("\n", text)))
         try:
             self.parse(0, len(text))

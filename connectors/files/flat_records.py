@@ -73,6 +73,10 @@ def paper_from_record(record: Mapping[str, Any], source: str, position: str) -> 
     """Build a Paper from one flat record; ``position`` ("line 12", "row 3") is for messages."""
     if not isinstance(record, (dict, Mapping)):
         raise SourceError(f"{source}: {position}: expected an object with paper fields, got {type(record).__name__}")
+    for name in ("title", "abstract"):
+        value = _first(record, name)
+        if value is not None and not isinstance(value, str):  # "title": 123 is a mistake, not a title
+            raise SourceError(f"{source}: {position}: {name} must be text, not {type(value).__name__} {value!r}")
     title = str(_first(record, "title") or "").strip()
     abstract = str(_first(record, "abstract") or "").strip()
     if not title and not abstract:

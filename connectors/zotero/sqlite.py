@@ -63,9 +63,10 @@ _SQL_DATETIME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})$")
 
 
 def load_uri(uri: str) -> list[Paper]:
-    """The papers of ``zotero:local`` or ``zotero:local?collection=<path or name>``."""
+    """The papers of ``zotero:local`` or ``zotero:local?collection=<path or name>``, or of a
+    database file named by its path, with the same options (``zotero.sqlite?collection=ML``)."""
     target, _, query = uri.partition("?")
-    if target != "zotero:local":
+    if target != "zotero:local" and not target.lower().endswith(".sqlite"):
         raise SourceError(f"{uri}: not a local Zotero source (use zotero:local[?collection=Reading/ML])")
     collection = library = None
     for name, value in query_parameters(query):
@@ -76,7 +77,10 @@ def load_uri(uri: str) -> list[Paper]:
             collection = value
         else:
             library = value.strip()
-    return load(find_database(), collection, source=uri, library=library)
+    database = find_database() if target == "zotero:local" else Path(target).expanduser()
+    if target != "zotero:local" and not database.is_file():
+        raise SourceError(f"{target}: no such file")
+    return load(database, collection, source=uri, library=library)
 
 
 def find_database() -> Path:

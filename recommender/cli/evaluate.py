@@ -15,12 +15,14 @@ from recommender.report import formats as report
 
 BENCHMARKS = ("library", "csfcube", "author-continuity")
 CSFCUBE_FOLDS = ("fold1_test", "fold1_dev", "fold2_test", "fold2_dev", "all")
-# Where the shared data lies beside a source checkout (../shared/data/... from the repository root).
-_CHECKOUT_SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+# Where the developers' data lies beside a source checkout (shared/data/ next to the repository:
+# recommender/cli/evaluate.py -> parents[2] is the checkout, parents[3] the folder holding it).
+_CHECKOUT_SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def _data_directory(given: str | None, environment: str, name: str) -> Path:
-    """--data, else $environment, else ../shared/data/<name> from the working directory or the checkout."""
+    """--data, else $environment, else the developers' shared/data/<name> beside the working
+    directory or the source checkout."""
     if given:
         return Path(given)
     if os.environ.get(environment):
@@ -28,17 +30,17 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
     for candidate in (Path.cwd().parent / "shared" / "data" / name, _CHECKOUT_SHARED / name):
         if candidate.is_dir():
             return candidate
-    fail(f"no {name} data found in ../shared/data/{name}; pass --data DIR (or set ${environment})")
+    fail(f"no {name} data found; pass --data DIR (or set ${environment})")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="library", show_default=True,
               help="csfcube: expert relevance judgements (the measure litrank is tuned by); library: how well "
                    "papers hidden from your own library are found again (a proxy); author-continuity: an "
-                   "author's next papers from their earlier ones (a proxy, ../shared conference data).")
+                   "author's next papers from their earlier ones (a proxy, on conference lists given by --data).")
 @click.option("--data", default=None, metavar="DIR",
-              help="csfcube: the CSFCube directory (default ../shared/data/csfcube or $LITRANK_CSFCUBE_DIR); "
-                   "author-continuity: the conference lists (default ../shared/data/conferences).")
+              help="csfcube: the CSFCube directory (default $LITRANK_CSFCUBE_DIR); author-continuity: the "
+                   "folder of <venue><year>.jsonl.gz conference lists (default $LITRANK_CONFERENCES_DIR).")
 @click.option("--fold", type=click.Choice(CSFCUBE_FOLDS), default="fold1_test", show_default=True,
               help="csfcube: the fold the main table reports (litrank is tuned on fold1_dev).")
 @click.option("--methods", default=None, metavar="A,B,...",

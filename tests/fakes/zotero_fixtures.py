@@ -11,15 +11,20 @@ the libraries are created in a test's ``tmp_path``.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import sqlite3
 from pathlib import Path
 from typing import Iterator
 
 from connectors.zotero.items import split_collection_path
-from tests.conftest import SHARED
+from tests.conftest import DATA, SHARED
 
 SHARED_DB = (SHARED / "data" / "zotero-sqlite"
              / "real-library-schema120.sqlite")
+# Zotero's schema 120 with its global rows and the user library, nothing else: what
+# create_schema(target, SHARED_DB) makes, VACUUMed and gzipped, so that the Zotero fixtures need
+# no ../shared (tests/zotero/test_zotero_sqlite.py checks it still equals the real database's).
+EMPTY_SCHEMA = DATA / "zotero-sqlite" / "empty-schema120.sqlite.gz"
 # Tables whose rows are Zotero's global data (the same in every database of this schema).
 GLOBAL_TABLES = ("itemTypes", "itemTypesCombined", "fields", "fieldsCombined", "fieldFormats", "creatorTypes",
                  "baseFieldMappings", "baseFieldMappingsCombined", "itemTypeFields", "itemTypeFieldsCombined",
@@ -35,8 +40,12 @@ WAL_ONLY, UNCOMMITTED = "FLOW2WAL", "UNCMT5X9"
 REGULAR_USER_ITEMS = {DDPM, DEEP, MDLM, SDE, GPT4, CHAPTER, THESIS}
 
 
-def create_schema(target: Path, shared: Path = SHARED_DB) -> sqlite3.Connection:
-    """An empty Zotero database at ``target`` (schema and global rows of ``shared``), opened."""
+def create_schema(target: Path, shared: Path | None = None) -> sqlite3.Connection:
+    """An empty Zotero database at ``target`` (schema and global rows of ``shared``, by default
+    the committed :data:`EMPTY_SCHEMA`), opened."""
+    if shared is None:
+        target.write_bytes(gzip.decompress(EMPTY_SCHEMA.read_bytes()))
+        return sqlite3.connect(target, isolation_level=None)
     source = sqlite3.connect(f"{shared.resolve().as_uri()}?mode=ro", uri=True)
     try:
         ddl = source.execute(
@@ -120,7 +129,7 @@ def _collection_id(connection: sqlite3.Connection, path: str) -> int:
     return parent
 
 
-def make_library(target: Path, shared: Path = SHARED_DB) -> Path:
+def make_library(target: Path, shared: Path | None = None) -> Path:
     """A realistic little library at ``target`` (see the module constants); returns ``target``."""
     connection = create_schema(target, shared)
     connection.execute("BEGIN")

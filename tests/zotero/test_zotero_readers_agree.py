@@ -16,7 +16,7 @@ from connectors import errors as connectors_errors
 from connectors.zotero import sqlite as zotero_sqlite
 from connectors.zotero import web as zotero_web
 from connectors.zotero.items import join_collection_path, split_collection_path
-from tests.fakes.zotero_fixtures import SHARED_DB, USER_LIBRARY, add_item, create_schema
+from tests.fakes.zotero_fixtures import USER_LIBRARY, add_item, create_schema
 from tests.fakes.zotero_server import FakeZoteroAPI, sample_library
 
 KEY = "AgreeKey0123456789abcdef"
@@ -39,7 +39,7 @@ def _collection_paths(library) -> dict[str, str]:
 
 
 def _write_database(library, target):
-    connection = create_schema(target, SHARED_DB)
+    connection = create_schema(target)
     connection.execute("BEGIN")
     paths = _collection_paths(library)
     by_depth = sorted(paths, key=lambda key: len(split_collection_path(paths[key])))
@@ -78,8 +78,6 @@ def _without_source(papers):
 
 @pytest.fixture
 def library_everywhere(tmp_path, monkeypatch):
-    if not SHARED_DB.exists():
-        pytest.skip("Zotero's schema comes from ../shared/data/zotero-sqlite/real-library-schema120.sqlite")
     monkeypatch.setattr(logging.getLogger("litrank"), "propagate", True)
     monkeypatch.setenv(zotero_web.CONFIG_DIR_ENV, str(tmp_path / "config"))
     with FakeZoteroAPI(api_key=KEY, max_limit=7) as web, FakeZoteroAPI(local=True, max_limit=7) as local:
@@ -152,8 +150,6 @@ def _odd_library():
 
 @pytest.fixture
 def odd_everywhere(tmp_path, monkeypatch):
-    if not SHARED_DB.exists():
-        pytest.skip("Zotero's schema comes from ../shared/data/zotero-sqlite/real-library-schema120.sqlite")
     monkeypatch.setenv(zotero_web.CONFIG_DIR_ENV, str(tmp_path / "config"))
     with FakeZoteroAPI(api_key=KEY, max_limit=7) as web, FakeZoteroAPI(local=True, max_limit=7) as local:
         web.add_library(_odd_library())

@@ -1,6 +1,7 @@
 """The local Zotero database reader: a real zotero.sqlite, built libraries, a running Zotero's lock."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -39,9 +40,25 @@ def real_db(tmp_path) -> Path:
 
 @pytest.fixture
 def library(tmp_path) -> Path:
-    _require_shared()
     (tmp_path / "Zotero").mkdir()
     return zf.make_library(tmp_path / "Zotero" / "zotero.sqlite")
+
+
+def test_the_committed_empty_schema_is_the_real_databases(tmp_path):
+    """The fixtures' schema (tests/data/zotero-sqlite) is what the real database's schema gives."""
+    _require_shared()
+    derived, committed = tmp_path / "derived.sqlite", tmp_path / "committed.sqlite"
+    zf.create_schema(derived, REAL_DB).close()
+    zf.create_schema(committed).close()
+
+    def contents(path: Path) -> tuple:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            schema = sorted(db.execute("SELECT type, name, sql FROM sqlite_master").fetchall(), key=str)
+            tables = [name for kind, name, _ in schema if kind == "table" and not name.startswith("sqlite_")]
+            return schema, {table: sorted(db.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+                            for table in tables}
+
+    assert contents(committed) == contents(derived)
 
 
 def zf_wal(database: Path) -> Path:
@@ -185,6 +202,20 @@ def test_same_paper_as_the_web_api_item(library):
 ])
 def test_collection_filter(library, collection, expected):
     assert {p.id for p in zotero_sqlite.load(library, collection)} == expected
+
+
+def test_a_database_path_takes_the_collection_option_too(library, tmp_path):
+    """`-l "zotero.sqlite?collection=ML"`: a path with the options zotero:local takes."""
+    papers = connectors.load(f"{library}?collection=Reading/ML")
+    assert {p.id for p in papers} == {p.id for p in zotero_sqlite.load(library, "Reading/ML")}
+    assert {p.source for p in papers} == {f"{library}?collection=Reading/ML"}
+    assert {p.id for p in connectors.load(f"{library}?collection=Diffusion")} == {zf.DDPM, zf.MDLM}
+    with pytest.raises(SourceError, match="no collection 'Nope'"):
+        connectors.load(f"{library}?collection=Nope")
+    with pytest.raises(SourceError, match="no such file"):
+        connectors.load(f"{tmp_path / 'missing.sqlite'}?collection=ML")
+    with pytest.raises(SourceError, match="unknown or empty parameter 'colection'"):
+        connectors.load(f"{library}?colection=ML")
 
 
 def test_unknown_or_ambiguous_collection(library):

@@ -285,6 +285,17 @@ def test_zotero_feedback_tags_and_removals_become_judgements(api):
     assert {(removed["title"], -1, "zotero"), (disliked["title"], -1, "zotero")} <= stored
 
 
+def test_a_liked_pick_stays_in_the_reading_list(api):
+    sync_with_feedback("-n", "5", "--to", TO)
+    liked = in_collection(api)[0]
+    liked["tags"] = liked["tags"] + [{"tag": "litrank:liked"}]
+    result = sync_with_feedback("-n", "5", "--to", TO)
+    assert "(1 liked, 0 disliked, removed or trashed)" in result.stderr
+    now = {data["key"]: data for data in in_collection(api)}
+    assert liked["key"] in now  # it joined the library for the ranking, and is not taken out for it
+    assert "litrank: dropped from" not in now[liked["key"]]["extra"]
+
+
 def test_picks_litrank_drops_are_not_taken_for_dislikes(api):
     sync_with_feedback("-n", "5", "--to", TO)
     sync_with_feedback("-n", "3", "--to", TO)  # litrank takes two picks out itself
