@@ -13,6 +13,10 @@ MODEL_NAMES = ("hybrid", "learned", "similarity")
 # is in score order. On CSFCube's fold1_dev every weight of 0.1 or more lowered MAP and 0.05
 # changed nothing measurable (`python -m benchmarks.run_csfcube --diversity ...`).
 DEFAULT_DIVERSITY = 0.0
+# Read when no embedder is named (CLI, Python API, plugin): a name, a path, "auto" (the
+# default: the embeddings extra's model when installed) or one of NO_EMBEDDER.
+EMBEDDER_ENVIRONMENT = "LITRANK_EMBEDDER"
+NO_EMBEDDER = ("none", "off", "no", "")
 
 
 def _data_path(name: str) -> Path:

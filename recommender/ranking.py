@@ -174,7 +174,8 @@ class Ranker:
 
     Parameters
     ----------
-    model : object with ``fit(library, candidates, judgements, library_grades)``, default HybridModel()
+    model : object with ``fit(library, candidates, judgements, library_grades)``, optional
+        Default: ``HybridModel`` with the embedder ``litrank rank`` would use ("auto").
         See :mod:`recommender.models.hybrid` and :mod:`recommender.models.scoring`.
     diversity : float in [0, 1], default=0.0
         Weight of redundancy in the maximal-marginal-relevance re-ranking of the list head
@@ -185,7 +186,11 @@ class Ranker:
     """
 
     def __init__(self, model=None, diversity: float = DEFAULT_DIVERSITY, engine=None):
-        self.model = model if model is not None else HybridModel()
+        if model is None:  # the default model with the default embedder, as `litrank rank` chooses it
+            from recommender.models.embeddings import resolve_embedder
+
+            model = HybridModel(embedder=resolve_embedder("auto"))
+        self.model = model
         self.diversity = diversity
         self.engine = engine
 
@@ -287,7 +292,7 @@ class Ranker:
 
 
 def rank(library: PapersOrSources, collection: PapersOrSources, top: int | None = None,
-         embedder=None) -> list[Recommendation]:
+         embedder="auto") -> list[Recommendation]:
     """Rank the papers of ``collection`` by relevance to ``library`` with the default model.
 
     Parameters
@@ -296,15 +301,19 @@ def rank(library: PapersOrSources, collection: PapersOrSources, top: int | None 
         Paths are loaded with :func:`connectors.load` (BibTeX, abstract lists, JSONL, CSV...).
     top : int, optional
         Return only the best ``top`` recommendations (default: all).
-    embedder : object with ``embed(texts)``, optional
-        Adds the dense signal, e.g. ``recommender.models.embeddings.SentenceEmbedder()``.
+    embedder : "auto", "none", a model name or path, or an object with ``embed(texts)``
+        The dense signal, chosen as ``litrank rank`` chooses it (default "auto": the embeddings
+        extra's all-MiniLM-L6-v2 when installed, or ``$LITRANK_EMBEDDER``); "none" (or False)
+        ranks without embeddings. See :func:`recommender.models.embeddings.resolve_embedder`.
 
     Returns
     -------
     list of Recommendation
         Best first; papers already in the library are left out.
     """
-    return Ranker(HybridModel(embedder=embedder)).rank(library, collection, top=top).recommendations
+    from recommender.models.embeddings import resolve_embedder
+
+    return Ranker(HybridModel(embedder=resolve_embedder(embedder))).rank(library, collection, top=top).recommendations
 
 
 def write_index(index, path: str | Path) -> None:

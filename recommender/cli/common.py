@@ -18,15 +18,13 @@ import click
 
 import connectors
 from connectors.errors import NOTICE
+from recommender.defaults import EMBEDDER_ENVIRONMENT, NO_EMBEDDER
 
 # The type of every -o/--output: a file (written atomically), a symlink to one (written at its
 # target), a pipe or a device (written directly), or - and /dev/stdout for standard output.
 # Not checked for readability: an output may be a write-only pipe.
 OUTPUT_FILE = click.Path(dir_okay=False, readable=False, allow_dash=True)
 
-# Read when --embedder is not given: a name, a path, "auto" (the default) or "none".
-EMBEDDER_ENVIRONMENT = "LITRANK_EMBEDDER"
-NO_EMBEDDER = ("none", "off", "no", "")
 
 
 class _StderrHandler(logging.Handler):
@@ -172,38 +170,34 @@ def judgements(library, collection) -> dict[str, int]:
 
 
 def make_embedder(name: str | None):
-    """The sentence embedder for ``--embedder`` (bad input exits 2).
+    """The sentence embedder for ``--embedder`` (bad input exits 2), chosen by
+    :func:`recommender.models.embeddings.resolve_embedder` as every entry point chooses it.
 
     ``None`` (option not given) reads ``$LITRANK_EMBEDDER``, else "auto": the bundled default
     model when the embeddings extra is installed (said on stderr), no embedder otherwise.
     "none" ranks without embeddings.
     """
     explicit = name is not None
-    if name is None:
-        name = os.environ.get(EMBEDDER_ENVIRONMENT, "auto")
-    if name.strip().lower() in NO_EMBEDDER:
+    spec = name if explicit else os.environ.get(EMBEDDER_ENVIRONMENT, "auto")
+    if spec.strip().lower() in NO_EMBEDDER:
         return None
     from recommender.models.embeddings import (
         DEFAULT_EMBEDDER,
         EmbeddingsUnavailable,
-        SentenceEmbedder,
-        default_embedder_installed,
         embeddings_available,
+        resolve_embedder,
     )
 
-    if name.strip().lower() == "auto":
-        if not default_embedder_installed():
-            return None
-        say(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
-                   "--embedder none ranks without them).")
-        name = "default"
-    elif not embeddings_available():
-        where = "--embedder" if explicit else f"${EMBEDDER_ENVIRONMENT}"
-        fail(f"{where} needs the optional extra: pip install 'litrank[embeddings]'")
     try:
-        return SentenceEmbedder(DEFAULT_EMBEDDER if name == "default" else name)
+        embedder = resolve_embedder(spec)
     except EmbeddingsUnavailable as exc:
-        fail(str(exc))
+        where = "--embedder" if explicit else f"${EMBEDDER_ENVIRONMENT}"
+        fail(f"{where} needs the optional extra: pip install 'litrank[embeddings]'" if not embeddings_available()
+             else str(exc))
+    if embedder is not None and spec.strip().lower() == "auto":
+        say(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
+            "--embedder none ranks without them).")
+    return embedder
 
 
 def model_options(command: Callable) -> Callable:

@@ -23,6 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
+from recommender.defaults import EMBEDDER_ENVIRONMENT, NO_EMBEDDER
 from recommender.runtime import user_cache_root
 
 logger = logging.getLogger("litrank")
@@ -45,6 +46,31 @@ def embeddings_available() -> bool:
         return importlib.util.find_spec("sentence_transformers") is not None
     except (ImportError, ValueError):
         return False
+
+
+def resolve_embedder(spec=None):
+    """The embedder ``spec`` names, the same way for the CLI, the Python API, ``index``,
+    ``affinity`` and the Zotero plugin.
+
+    ``None`` or ``"auto"``: ``$LITRANK_EMBEDDER`` when set, else the bundled all-MiniLM-L6-v2
+    when the embeddings extra is installed, else none. ``"none"``/``"off"``/``False``: no
+    embedder. Another string: that model (a name or a local path; :class:`EmbeddingsUnavailable`
+    when the extra is missing). An object with ``embed(texts)``: itself.
+    """
+    if spec is False:
+        return None
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() == "auto"):
+        spec = os.environ.get(EMBEDDER_ENVIRONMENT, "auto")
+        if spec.strip().lower() == "auto":
+            return SentenceEmbedder(DEFAULT_EMBEDDER) if default_embedder_installed() else None
+    if not isinstance(spec, str):
+        return spec
+    if spec.strip().lower() in NO_EMBEDDER:
+        return None
+    if not embeddings_available():
+        raise EmbeddingsUnavailable(f"the embedder {spec!r} needs the optional extra: "
+                                    "pip install 'litrank[embeddings]'")
+    return SentenceEmbedder(DEFAULT_EMBEDDER if spec.strip().lower() in ("default", "auto") else spec)
 
 
 def default_embedder_installed() -> bool:

