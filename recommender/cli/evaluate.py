@@ -1,5 +1,5 @@
-"""``litrank evaluate``: ranking quality on human judgements (CSFCube), on your own library, and on
-the author-continuity proxy."""
+"""``litrank evaluate``: ranking quality on human judgements (CSFCube, one query paper or composite
+researcher-shaped libraries), on your own library, and on the author-continuity proxy."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from recommender import defaults
 from recommender.cli.common import fail, load_sources, make_embedder, say
 from recommender.report import formats as report
 
-BENCHMARKS = ("library", "csfcube", "author-continuity")
+BENCHMARKS = ("library", "csfcube", "csfcube-composite", "author-continuity")
 CSFCUBE_FOLDS = ("fold1_test", "fold1_dev", "fold2_test", "fold2_dev", "all")
 # Where the developers' data lies beside a source checkout (shared/data/ next to the repository:
 # recommender/cli/evaluate.py -> parents[2] is the checkout, parents[3] the folder holding it).
@@ -35,11 +35,12 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="library", show_default=True,
-              help="csfcube: expert relevance judgements (the measure litrank is tuned by); library: how well "
+              help="csfcube: expert relevance judgements (the measure litrank is tuned by); csfcube-composite: "
+                   "the same judgements, libraries of 5-20 papers on several topics composed from them; library: how well "
                    "papers hidden from your own library are found again (a proxy); author-continuity: an "
                    "author's next papers from their earlier ones (a proxy, on conference lists given by --data).")
 @click.option("--data", default=None, metavar="DIR",
-              help="csfcube: the CSFCube directory (default $LITRANK_CSFCUBE_DIR); author-continuity: the "
+              help="csfcube, csfcube-composite: the CSFCube directory (default $LITRANK_CSFCUBE_DIR); author-continuity: the "
                    "folder of <venue><year>.jsonl.gz conference lists (default $LITRANK_CONFERENCES_DIR).")
 @click.option("--fold", type=click.Choice(CSFCUBE_FOLDS), default="fold1_test", show_default=True,
               help="csfcube: the fold the main table reports (litrank is tuned on fold1_dev).")
@@ -47,6 +48,7 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
               help="Only these methods (default: all, with the embedding ones when an embedder is in use).")
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="csfcube: only the first N query-facets of each fold (a quick check, not a result); "
+                   "csfcube-composite: the first N libraries of each fold; "
                    "author-continuity: a seeded sample of N authors per configuration.")
 @click.option("-l", "--library", "library_sources", multiple=True, metavar="SOURCE",
               help="library: your library (repeatable). Default: the bundled example library.")
@@ -68,6 +70,7 @@ def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_
     \b
       litrank evaluate --benchmark csfcube                  # human judgements; what the default model is tuned by
       litrank evaluate --benchmark csfcube --format json --embedder none
+      litrank evaluate --benchmark csfcube-composite        # libraries of 5-20 papers, several topics
       litrank evaluate                                      # hide 20% of the bundled library, find it again
       litrank evaluate -l refs.bib -c icml2026.jsonl --repeats 10
       litrank evaluate --benchmark author-continuity --limit 50
@@ -82,6 +85,9 @@ def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_
         if benchmark == "csfcube":
             _csfcube(_data_directory(data, "LITRANK_CSFCUBE_DIR", "csfcube"), fold, chosen, limit, embedding_model,
                      seed, output_format)
+        elif benchmark == "csfcube-composite":
+            _csfcube_composite(_data_directory(data, "LITRANK_CSFCUBE_DIR", "csfcube"), fold, chosen, limit,
+                               embedding_model, seed, output_format)
         elif benchmark == "author-continuity":
             _author_continuity(_data_directory(data, "LITRANK_CONFERENCES_DIR", "conferences"), chosen, limit,
                                embedding_model, output_format)
@@ -134,6 +140,71 @@ def _csfcube(directory: Path, fold: str, methods, limit, embedder, seed: int, ou
             for m in by_fold[fold]]
     click.echo("\n" + report.render_grid("All facets, NDCG%20 / MAP", ["method", *(f"{n} ({len(folds[n])})"
                                                                                   for n in others)], rows), nl=False)
+
+
+def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, seed: int, output_format: str) -> None:
+    import time
+
+    from connectors.files import csfcube
+    from recommender.evaluation import composite
+
+    started = time.perf_counter()
+    data = csfcube.load(directory)
+    methods = methods or composite.default_methods(embedder)
+    folds = list(dict.fromkeys(["fold1_dev", "fold1_test"] if fold == "all" else ["fold1_dev", fold]))
+    libraries = {name: composite.build_libraries(data, name, seed=seed)[:limit] for name in folds}
+    if embedder is not None:
+        say("Embedding the libraries' papers (cached on disk: a second run embeds none)...")
+    everything = [library for name in folds for library in libraries[name]]
+    results = composite.evaluate_composite(data, everything, methods, embedder=embedder, seed=seed)
+    by_fold = {name: composite.summary(results, libraries[name]) for name in folds}
+    if fold == "all":
+        by_fold["all"] = composite.summary(results, everything)
+        libraries["all"] = everything
+    single = _single_query(data, list(by_fold), methods, embedder, seed, limit)
+    seconds = round(time.perf_counter() - started, 1)
+    if output_format == "json":
+        payload = {"benchmark": "csfcube-composite", "fold": fold, "tuned_on": "fold1_dev", "seed": seed,
+                   "embedder": getattr(embedder, "model_id", None) if embedder is not None else None,
+                   "methods": by_fold[fold]["all"]["methods"],
+                   "folds": {name: {"shape": composite.describe(libraries[name]), "composite": by_fold[name],
+                                    "single_query": single.get(name, {})} for name in by_fold},
+                   "libraries": {library.name: {"size": library.size, "topics": [f"{q}_{f}" for q, f in library.query_facets],
+                                                "collection": len(library.grades)} for library in everything},
+                   "per_library": results, "seconds": seconds, "data": str(directory)}
+        click.echo(json.dumps(payload, indent=2))
+        return
+    buckets = [f"{low}-{high}" for low, high in composite.BUCKETS]
+    for name in by_fold:
+        shape = composite.describe(libraries[name])
+        columns = ["method", "single query", f"composite ({shape['libraries']})",
+                   *(f"{b} ({by_fold[name][b]['libraries']})" for b in buckets)]
+        rows = [[m, (f"{single[name][m]['ndcg%20']:.3f} / {single[name][m]['map']:.3f}" if m in single.get(name, {}) else "-"),
+                 *(f"{by_fold[name][g]['methods'][m]['ndcg%20']:.3f} / {by_fold[name][g]['methods'][m]['map']:.3f}"
+                   for g in ("all", *buckets))] for m in methods]
+        title = (f"CSFCube composite libraries, {name}: NDCG%20 / MAP ({shape.get('size_mean', 0)} papers and "
+                 f"{shape.get('topics_mean', 0)} topics per library on average, collections of "
+                 f"{shape.get('collection_mean', 0)}; litrank is tuned on fold1_dev)")
+        click.echo(report.render_grid(title, columns, rows, width=140) + "\n", nl=False)
+    say(f"{len(everything)} libraries, {len(methods)} methods in {seconds} s.")
+
+
+def _single_query(data, folds, methods, embedder, seed: int, limit) -> dict[str, dict]:
+    """The one-paper CSFCube protocol's all-facet figures for the same methods (``embedding-top3``
+    is ``embedding`` with one library paper)."""
+    from recommender.evaluation.human_judgements import evaluate_csfcube, method_scorers, summary
+
+    known = method_scorers(embedder, seed)
+    same = {m: "embedding" if m == "embedding-top3" else m for m in methods}
+    same = {m: single for m, single in same.items() if single in known}
+    pairs = {name: data.query_facets(None if name == "all" else name)[:limit] for name in folds}
+    results = evaluate_csfcube(data, list(dict.fromkeys(same.values())),
+                               list(dict.fromkeys(p for ps in pairs.values() for p in ps)), embedder=embedder, seed=seed)
+    out = {}
+    for name, chosen in pairs.items():
+        values = summary(results, chosen)
+        out[name] = {m: values[single]["all"] for m, single in same.items()}
+    return out
 
 
 def _author_continuity(conferences: Path, methods, limit, embedder, output_format: str) -> None:

@@ -54,8 +54,10 @@ def resolve_embedder(spec=None):
 
     ``None`` or ``"auto"``: ``$LITRANK_EMBEDDER`` when set, else the bundled all-MiniLM-L6-v2
     when the embeddings extra is installed, else none. ``"none"``/``"off"``/``False``: no
-    embedder. Another string: that model (a name or a local path; :class:`EmbeddingsUnavailable`
-    when the extra is missing). An object with ``embed(texts)``: itself.
+    embedder. ``"static"``: the static table distilled from all-MiniLM-L6-v2
+    (:mod:`recommender.models.static_embeddings`; numpy and ``tokenizers`` only, no extra).
+    Another string: that model (a name or a local path; :class:`EmbeddingsUnavailable` when the
+    extra is missing). An object with ``embed(texts)``: itself.
     """
     if spec is False:
         return None
@@ -67,6 +69,13 @@ def resolve_embedder(spec=None):
         return spec
     if spec.strip().lower() in NO_EMBEDDER:
         return None
+    if spec.strip().lower().split(":", 1)[0] == "static":  # "static", or a static index's "static:<table>"
+        from recommender.models.static_embeddings import StaticEmbedder, StaticEmbedderUnavailable
+
+        try:
+            return StaticEmbedder()
+        except StaticEmbedderUnavailable as exc:
+            raise EmbeddingsUnavailable(str(exc)) from None
     if not embeddings_available():
         raise EmbeddingsUnavailable(f"the embedder {spec!r} needs the optional extra: "
                                     "pip install 'litrank[embeddings]'")

@@ -453,8 +453,6 @@ def test_cli_zotero_dir_and_collection_options(tmp_path, monkeypatch):
 
     from recommender.cli import main
 
-    if not REAL_DB.exists():
-        pytest.skip("Zotero's schema comes from ../shared/data/zotero-sqlite/real-library-schema120.sqlite")
     # Set (not deleted) so that monkeypatch restores the variable the option overwrites.
     monkeypatch.setenv("LITRANK_ZOTERO_DIR", str(tmp_path / "unset"))
     data_dir = tmp_path / "MyZotero"

@@ -1,0 +1,284 @@
+"""Ranking quality on researcher-shaped libraries composed from CSFCube's expert judgements.
+
+A real library is a researcher's publication list: 5–200 papers on several topics, not the
+one query paper of the CSFCube protocol (:mod:`recommender.evaluation.human_judgements`).
+A **composite library** of one fold is built, seeded, from that fold's query-facets:
+
+* query-facets are taken in turn from the fold's facets (shuffled; so neighbouring topics
+  differ in facet), never two of the same query paper, until the library reaches its target
+  size (targets spread evenly over 5–20); at least two query papers per library;
+* each query paper comes with some of its grade-3 candidates (the researcher's own papers on
+  that topic): half of them, rounded up, when it has two or more, none when it has one, so
+  that every topic keeps grade-3 candidates to find;
+* the **collection** is the union of the chosen query-facets' pools, without the library's papers;
+* each candidate is judged by its **best grade against any query-facet of the library**
+  (0 when it was pooled but never graded above 0).
+
+Libraries of a fold (``fold1_dev``: for tuning; ``fold1_test``: for reporting) use only that
+fold's query-facets. Metrics are the protocol's NDCG%20 (cut at 20% of the collection) and MAP
+(grade >= 2 relevant), averaged over the libraries, and per library-size bucket
+(:data:`BUCKETS`). Methods, all on the same libraries in the same run:
+
+``random``, ``bm25``, ``tfidf``  as in the single-query protocol (``tfidf``: the best cosine
+                                 over the library papers; ``bm25``: the library as one query)
+``similarity``, ``learned``      litrank v1 and the LightGBM ranker (not in the default set)
+``hybrid``                       litrank's default, lexical only
+``embedding``                    sentence-embedding cosine, the best over the library papers
+``embedding-top3``               the mean of a candidate's 3 best cosines to library papers
+``hybrid+embeddings``            the default with the embedder
+
+The data arrives from the caller (an object with ``papers``, ``pool(query, facet)`` and
+``query_facets(fold)``, as :class:`connectors.files.csfcube.CSFCube` has).
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from recommender.evaluation.holdout import score_bm25, score_random, score_tfidf_max
+from recommender.evaluation.human_judgements import METRICS, average_precision, ndcg_at_share
+from recommender.models.hybrid import HybridModel
+from recommender.models.scoring import LearnedModel, SimilarityModel
+from recommender.paper import Paper
+
+SIZES = (5, 20)
+BUCKETS = ((5, 8), (9, 14), (15, 20))
+LIBRARIES_PER_FOLD = 30
+MIN_QUERIES = 2
+OWN_GRADE = 3
+LEXICAL_METHODS = ("random", "bm25", "tfidf", "hybrid")
+EMBEDDING_METHODS = ("embedding", "embedding-top3", "hybrid+embeddings")
+OTHER_METHODS = ("similarity", "learned", "learned+embeddings")
+
+Scorer = Callable[[Sequence[Paper], Sequence[Paper]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class CompositeLibrary:
+    """One researcher-shaped library and its judged collection.
+
+    Attributes
+    ----------
+    name : str
+        ``"<fold>#<number>"``.
+    fold : str
+    query_facets : tuple of (query id, facet)
+        The topics, in the order they were drawn.
+    library : tuple of str
+        The library's paper ids: each query paper followed by its own (grade-3) papers.
+    grades : dict of str to int
+        Every collection paper's best grade against the library's query-facets.
+    """
+
+    name: str
+    fold: str
+    query_facets: tuple[tuple[str, str], ...]
+    library: tuple[str, ...]
+    grades: dict[str, int]
+
+    @property
+    def size(self) -> int:
+        return len(self.library)
+
+    @property
+    def collection(self) -> list[str]:
+        return sorted(self.grades)
+
+
+def own_paper_count(n_grade3: int) -> int:
+    """How many of a query's grade-3 candidates join the library: half, rounded up, of two or
+    more (at least one is always left to find); none of one."""
+    return (n_grade3 + 1) // 2 if n_grade3 >= 2 else 0
+
+
+def target_sizes(count: int, sizes: tuple[int, int] = SIZES) -> list[int]:
+    """``count`` library sizes spread evenly over ``sizes`` (inclusive)."""
+    low, high = sizes
+    return [low + (i * (high - low + 1)) // count for i in range(count)]
+
+
+def _facet_round_robin(pairs: Sequence[tuple[str, str]], rng: np.random.Generator) -> list[tuple[str, str]]:
+    """The pairs shuffled within each facet, then taken from the facets in turn (the facets'
+    order shuffled too)."""
+    by_facet: dict[str, list[tuple[str, str]]] = {}
+    for pair in pairs:
+        by_facet.setdefault(pair[1], []).append(pair)
+    facets = sorted(by_facet)
+    queues = [[by_facet[f][i] for i in rng.permutation(len(by_facet[f]))] for f in (facets[i] for i in
+                                                                                     rng.permutation(len(facets)))]
+    order = []
+    while any(queues):
+        for queue in queues:
+            if queue:
+                order.append(queue.pop(0))
+    return order
+
+
+def build_library(data, fold: str, pairs: Sequence[tuple[str, str]], target: int, rng: np.random.Generator,
+                  name: str, min_queries: int = MIN_QUERIES) -> CompositeLibrary:
+    """One composite library of about ``target`` papers from the fold's ``pairs`` (see the module docstring)."""
+    library: list[str] = []
+    chosen: list[tuple[str, str]] = []
+    for query, facet in _facet_round_robin(pairs, rng):
+        if query in library:  # the same paper under another facet, or already someone's own paper
+            continue
+        reserve = max(0, min_queries - len(chosen) - 1)  # room kept for the query papers still needed
+        if len(library) + 1 + reserve > target:
+            break
+        library.append(query)
+        chosen.append((query, facet))
+        pool = data.pool(query, facet)
+        own = sorted(paper for paper, grade in pool.items() if grade >= OWN_GRADE)
+        take = min(own_paper_count(len(own)), target - len(library) - reserve)
+        free = [paper for paper in (own[i] for i in rng.permutation(len(own))) if paper not in library]
+        library.extend(free[:max(0, take)])
+        if len(library) >= target and len(chosen) >= min_queries:
+            break
+    members = set(library)
+    grades: dict[str, int] = {}
+    for query, facet in chosen:
+        for paper, grade in data.pool(query, facet).items():
+            if paper not in members:
+                grades[paper] = max(grades.get(paper, 0), int(grade))
+    return CompositeLibrary(name, fold, tuple(chosen), tuple(library), grades)
+
+
+def build_libraries(data, fold: str, count: int = LIBRARIES_PER_FOLD, sizes: tuple[int, int] = SIZES,
+                    seed: int = 0, min_queries: int = MIN_QUERIES) -> list[CompositeLibrary]:
+    """``count`` composite libraries from the query-facets of ``fold`` alone, target sizes
+    spread over ``sizes``; the same ``seed`` and data give the same libraries. A library that
+    cannot reach ``sizes[0]`` papers or ``min_queries`` topics (a fold too small) is left out."""
+    pairs = list(data.query_facets(fold))
+    rng = np.random.default_rng([seed, zlib.crc32(fold.encode("utf-8"))])
+    libraries = []
+    for number, target in enumerate(target_sizes(count, sizes)):
+        library = build_library(data, fold, pairs, target, rng, f"{fold}#{number}", min_queries)
+        if library.size >= sizes[0] and len(library.query_facets) >= min_queries:
+            libraries.append(library)
+    return libraries
+
+
+def top_mean_cosine(library_vectors: np.ndarray, candidate_vectors: np.ndarray, k: int) -> np.ndarray:
+    """Each candidate's mean cosine to its ``k`` closest library papers (``k=1``: the best)."""
+    cosines = _unit(candidate_vectors) @ _unit(library_vectors).T
+    k = max(1, min(k, cosines.shape[1]))
+    return np.sort(cosines, axis=1)[:, -k:].mean(axis=1)
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def model_scorer(factory: Callable[[], object]) -> Scorer:
+    """A scorer fitting ``factory()`` (a litrank model) on each library and collection."""
+    return lambda library, collection: np.asarray(factory().fit(list(library), list(collection)).scores_)
+
+
+def method_scorers(embedder=None, seed: int = 0) -> dict[str, Scorer]:
+    """Scoring functions ``(library papers, collection papers) -> scores`` by method name.
+    Embedding methods are included only with an ``embedder``; its vectors are kept in memory
+    for the run (libraries share most of their collections)."""
+    scorers: dict[str, Scorer] = {
+        "random": lambda library, collection: score_random(library, collection, seed=seed),
+        "bm25": lambda library, collection: score_bm25(library, collection),
+        "tfidf": lambda library, collection: score_tfidf_max(library, collection),
+        "similarity": model_scorer(SimilarityModel),
+        "learned": model_scorer(LearnedModel),
+        "hybrid": model_scorer(HybridModel),
+    }
+    if embedder is not None:
+        vectors: dict[str, np.ndarray] = {}
+
+        def embedded(papers: Sequence[Paper]) -> np.ndarray:
+            missing = list(dict.fromkeys(paper.id for paper in papers if paper.id not in vectors))
+            if missing:
+                texts = {paper.id: paper.text for paper in papers}
+                for paper_id, vector in zip(missing, np.asarray(embedder.embed([texts[i] for i in missing]))):
+                    vectors[paper_id] = vector
+            return np.stack([vectors[paper.id] for paper in papers])
+
+        def dense(k: int) -> Scorer:
+            return lambda library, collection: top_mean_cosine(embedded(library), embedded(collection), k)
+
+        scorers["embedding"] = dense(1)
+        scorers["embedding-top3"] = dense(3)
+        scorers["hybrid+embeddings"] = model_scorer(lambda: HybridModel(embedder=embedder))
+        scorers["learned+embeddings"] = model_scorer(lambda: LearnedModel(embedder=embedder))
+    return scorers
+
+
+def default_methods(embedder=None) -> list[str]:
+    return list(LEXICAL_METHODS) + (list(EMBEDDING_METHODS) if embedder is not None else [])
+
+
+def evaluate_composite(data, libraries: Sequence[CompositeLibrary], methods: Sequence[str], embedder=None,
+                       seed: int = 0, extra_scorers: Mapping[str, Scorer] | None = None,
+                       progress: Callable[[str], None] | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """``{method: {library name: {"ndcg%20", "map"}}}``: every method on every library.
+
+    ``extra_scorers`` adds methods by name (a sweep of model settings, say).
+    """
+    scorers = {**method_scorers(embedder, seed), **(extra_scorers or {})}
+    unknown = [m for m in methods if m not in scorers]
+    if unknown:
+        need = " (they need --embedder)" if set(unknown) & {*EMBEDDING_METHODS, "learned+embeddings"} else ""
+        raise ValueError(f"unknown composite methods {', '.join(unknown)}{need}; choose from {', '.join(scorers)}")
+    results: dict[str, dict[str, dict[str, float]]] = {method: {} for method in methods}
+    for library in libraries:
+        papers = [data.papers[paper_id] for paper_id in library.library]
+        collection_ids = library.collection
+        collection = [data.papers[paper_id] for paper_id in collection_ids]
+        for method in methods:
+            scores = np.asarray(scorers[method](papers, collection), dtype=np.float64)
+            order = sorted(range(len(collection_ids)), key=lambda i: (-float(scores[i]), collection_ids[i]))
+            ranked = [collection_ids[i] for i in order]
+            results[method][library.name] = {"ndcg%20": ndcg_at_share(ranked, library.grades),
+                                             "map": average_precision(ranked, library.grades)}
+        if progress:
+            progress(library.name)
+    return results
+
+
+def bucket_name(size: int, buckets: Sequence[tuple[int, int]] = BUCKETS) -> str | None:
+    for low, high in buckets:
+        if low <= size <= high:
+            return f"{low}-{high}"
+    return None
+
+
+def summary(results: Mapping[str, Mapping[str, Mapping[str, float]]], libraries: Sequence[CompositeLibrary],
+            buckets: Sequence[tuple[int, int]] = BUCKETS) -> dict[str, dict]:
+    """``{"all" or "<low>-<high>": {"libraries": n, "methods": {method: {"ndcg%20", "map"}}}}``
+    over the given libraries, metrics rounded to 4 places."""
+    groups: dict[str, list[str]] = {"all": [library.name for library in libraries]}
+    for low, high in buckets:
+        groups[f"{low}-{high}"] = [library.name for library in libraries if low <= library.size <= high]
+    out: dict[str, dict] = {}
+    for group, names in groups.items():
+        methods = {}
+        for method, per_library in results.items():
+            values = [per_library[name] for name in names if name in per_library]
+            methods[method] = {metric: (round(float(np.mean([v[metric] for v in values])), 4) if values
+                                        else float("nan")) for metric in METRICS}
+        out[group] = {"libraries": len(names), "methods": methods}
+    return out
+
+
+def describe(libraries: Sequence[CompositeLibrary]) -> dict[str, float]:
+    """Shape of a set of libraries: counts and means of sizes, topics, collection sizes and
+    relevant (grade >= 2) candidates."""
+    if not libraries:
+        return {"libraries": 0}
+    return {
+        "libraries": len(libraries),
+        "size_min": min(lib.size for lib in libraries), "size_max": max(lib.size for lib in libraries),
+        "size_mean": round(float(np.mean([lib.size for lib in libraries])), 2),
+        "topics_mean": round(float(np.mean([len(lib.query_facets) for lib in libraries])), 2),
+        "collection_mean": round(float(np.mean([len(lib.grades) for lib in libraries])), 1),
+        "relevant_mean": round(float(np.mean([sum(g >= 2 for g in lib.grades.values()) for lib in libraries])), 1),
+    }

@@ -1,0 +1,152 @@
+"""Static sentence embeddings: a token table distilled from all-MiniLM-L6-v2, numpy and ``tokenizers`` only.
+
+``StaticEmbedder().embed(texts)`` returns one float32, L2-normalised row per text, like
+:class:`recommender.models.embeddings.SentenceEmbedder`, without torch or sentence-transformers:
+a text's vector is the mean of its WordPiece tokens' rows in a table of 29,525 tokens × 256
+dimensions (float16, 15 MB) that ``benchmarks/distil_static_embedder.py`` distilled with
+model2vec from the weights of the embeddings extra. It lies in ``recommender/data/static-minilm/``
+(``tokenizer.json``, ``embeddings.npy``, ``config.json``). Thousands of texts a second on one
+core, so there is no disk cache. The tokenizer needs the ``tokenizers`` package (HuggingFace's
+Rust tokenizer, a small wheel without torch).
+"""
+from __future__ import annotations
+
+import json
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from scipy import sparse
+
+TABLE_FOLDER = "static-minilm"
+_BATCH = 1024  # texts per tokenizer call and per sparse product
+# Loaded tables by folder: a process loads each once (tokenizer, float32 table).
+_LOADED: dict[str, tuple[object, np.ndarray]] = {}
+_LOCK = threading.Lock()
+
+
+class StaticEmbedderUnavailable(RuntimeError):
+    """The table or the ``tokenizers`` package is missing; the message says which."""
+
+
+def bundled_table_dir() -> Path:
+    """``recommender/data/static-minilm``: the table shipped with litrank."""
+    return Path(str(resources.files("recommender.data").joinpath(TABLE_FOLDER)))
+
+
+def static_embedder_available(path: str | Path | None = None) -> bool:
+    """True when ``tokenizers`` is importable and the table's three files are present."""
+    import importlib.util
+
+    folder = Path(path) if path is not None else bundled_table_dir()
+    try:
+        has_tokenizers = importlib.util.find_spec("tokenizers") is not None
+    except (ImportError, ValueError):
+        has_tokenizers = False
+    return has_tokenizers and all((folder / name).is_file() for name in ("tokenizer.json", "embeddings.npy",
+                                                                        "config.json"))
+
+
+class StaticEmbedder:
+    """Embeds texts as the mean of their tokens' rows in a distilled static table.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        A folder with ``tokenizer.json``, ``embeddings.npy`` and ``config.json`` as written by
+        ``benchmarks/distil_static_embedder.py``. Default: the bundled table (:func:`bundled_table_dir`).
+
+    Attributes
+    ----------
+    config : dict
+        The table's ``config.json`` (source model, settings, sha256 of the table).
+    n_embedded, n_cached : int
+        Distinct texts of the last :meth:`embed` call (all embedded: there is no cache).
+    """
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = (Path(path).expanduser() if path is not None else bundled_table_dir()).resolve()
+        try:
+            self.config = json.loads((self.path / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StaticEmbedderUnavailable(f"no static embedding table in {self.path} ({exc})") from None
+        self.max_tokens = int(self.config.get("max_tokens", 512))
+        self._tokenizer, self._table = None, None
+        self.n_embedded = self.n_cached = 0
+
+    @property
+    def model_id(self) -> str:
+        """Stable name of the table (its name and a prefix of its sha256): part of every cache key."""
+        digest = str(self.config.get("embeddings_sha256", ""))[:12]
+        return f"static:{self.config.get('name', self.path.name)}#{digest}"
+
+    @property
+    def dim(self) -> int:
+        return int(self.config["dims"]) if "dims" in self.config else self._load()[1].shape[1]
+
+    def _load(self) -> tuple[object, np.ndarray]:
+        if self._table is not None:
+            return self._tokenizer, self._table
+        key = str(self.path)
+        with _LOCK:
+            if key not in _LOADED:
+                try:
+                    from tokenizers import Tokenizer
+                except ImportError as exc:
+                    raise StaticEmbedderUnavailable(f"the static embedder needs the tokenizers package: "
+                                                    f"pip install tokenizers ({exc})") from None
+                try:
+                    tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+                    table = np.load(self.path / "embeddings.npy", allow_pickle=False)
+                except Exception as exc:  # OSError, ValueError, or tokenizers' own exception type
+                    raise StaticEmbedderUnavailable(f"cannot load the static table in {self.path} ({exc})") from None
+                if table.ndim != 2 or table.shape[0] != tokenizer.get_vocab_size():
+                    raise StaticEmbedderUnavailable(f"{self.path}: {table.shape} rows for "
+                                                    f"{tokenizer.get_vocab_size()} tokens")
+                tokenizer.no_padding()
+                tokenizer.enable_truncation(self.max_tokens)
+                _LOADED[key] = (tokenizer, np.ascontiguousarray(table, dtype=np.float32))
+            self._tokenizer, self._table = _LOADED[key]
+        return self._tokenizer, self._table
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        tokenizer, table = self._load()
+        encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)  # no offsets: faster
+        unknown = tokenizer.token_to_id("[UNK]")
+        rows = []
+        for encoding in encode(texts, add_special_tokens=False):
+            ids = np.asarray(encoding.ids, dtype=np.int64)
+            rows.append(ids[ids != unknown] if unknown is not None else ids)
+        lengths = np.fromiter((len(ids) for ids in rows), dtype=np.int64, count=len(rows))
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        indices = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        weights = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
+        means = sparse.csr_matrix((weights, indices, indptr), shape=(len(texts), table.shape[0])) @ table
+        vectors = np.asarray(means, dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms > 0, norms, 1).astype(np.float32)  # no known token: a zero row
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of ``texts``: ndarray of shape ``(len(texts), dim)``, float32, unit rows (a text
+        without any token the table knows gets a zero row)."""
+        texts = [str(text) for text in texts]
+        unique = list(dict.fromkeys(texts))
+        _, table = self._load()
+        if not unique:
+            self.n_embedded = self.n_cached = 0
+            return np.zeros((0, table.shape[1]), dtype=np.float32)
+        vectors = np.concatenate([self._encode(unique[start:start + _BATCH])
+                                  for start in range(0, len(unique), _BATCH)])
+        self.n_embedded, self.n_cached = len(unique), 0
+        if len(unique) == len(texts):
+            return vectors
+        position = {text: i for i, text in enumerate(unique)}
+        return vectors[[position[text] for text in texts]]
+
+    def close(self) -> None:
+        """Nothing to close (the same interface as SentenceEmbedder)."""
+
+    def __repr__(self) -> str:
+        return f"StaticEmbedder({self.model_id!r})"

@@ -1,0 +1,131 @@
+"""recommender.models.static_embeddings: the static table distilled from all-MiniLM-L6-v2.
+
+Every test loads the shipped table (recommender/data/static-minilm/); one runs the embedder in a
+subprocess where torch, transformers, sentence-transformers and model2vec cannot be imported.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from recommender.features.index_features import embedder_id
+from recommender.models.hybrid import HybridModel
+from recommender.models.static_embeddings import (
+    StaticEmbedder,
+    StaticEmbedderUnavailable,
+    bundled_table_dir,
+    static_embedder_available,
+)
+from recommender.paper import Paper
+from tests.conftest import REPO
+
+DIFFUSION = "Denoising diffusion probabilistic models generate images by learning to reverse a noising process."
+DENOISING = "A score-based denoising diffusion model synthesises high-quality samples from Gaussian noise."
+PROTEIN = "We predict the three-dimensional structure of proteins from their amino-acid sequence."
+TEXTS = [DIFFUSION, DENOISING, PROTEIN, "diffusion model", "denoising diffusion", "protein folding"]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> StaticEmbedder:
+    return StaticEmbedder()
+
+
+def test_the_shipped_table_is_small_and_described():
+    folder = bundled_table_dir()
+    assert static_embedder_available()
+    files = {path.name: path.stat().st_size for path in folder.iterdir() if path.is_file()}
+    assert set(files) == {"tokenizer.json", "embeddings.npy", "config.json"}
+    assert sum(files.values()) <= 20_000_000
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["source_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    table = np.load(folder / "embeddings.npy")
+    assert table.dtype == np.float16 and table.shape == (config["tokens"], config["dims"]) == (config["tokens"], 256)
+    assert np.isfinite(table).all()
+
+
+def test_rows_are_unit_float32_of_the_stated_dimension(embedder):
+    vectors = embedder.embed(TEXTS)
+    assert vectors.dtype == np.float32 and vectors.shape == (len(TEXTS), embedder.dim) == (len(TEXTS), 256)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed([]).shape == (0, 256)
+    empty = embedder.embed(["", "   "])  # no token at all: a zero row, never NaN
+    assert np.isfinite(empty).all() and not empty.any()
+
+
+def test_identical_texts_give_identical_rows_and_runs_repeat(embedder):
+    once = embedder.embed([DIFFUSION, PROTEIN, DIFFUSION])
+    assert (embedder.n_embedded, embedder.n_cached) == (2, 0)  # distinct texts, no cache
+    np.testing.assert_array_equal(once[0], once[2])
+    again = StaticEmbedder().embed([PROTEIN, DIFFUSION])
+    np.testing.assert_array_equal(again, once[[1, 0]])  # the same row whatever else is in the batch
+
+
+def test_neighbourhoods_are_sensible(embedder):
+    vectors = dict(zip(TEXTS, embedder.embed(TEXTS)))
+    assert vectors["diffusion model"] @ vectors["denoising diffusion"] > \
+        vectors["diffusion model"] @ vectors["protein folding"] + 0.2
+    assert vectors[DIFFUSION] @ vectors[DENOISING] > vectors[DIFFUSION] @ vectors[PROTEIN] + 0.2
+    assert vectors["protein folding"] @ vectors[PROTEIN] > vectors["protein folding"] @ vectors[DENOISING]
+    # Case and accents fold as in the source model's tokenizer.
+    np.testing.assert_allclose(*embedder.embed(["Naïve DIFFUSION", "naive diffusion"]), atol=1e-6)
+
+
+def test_it_names_itself_for_the_caches(embedder):
+    assert embedder.model_id.startswith("static:static-minilm-256#") and len(embedder.model_id.split("#")[1]) == 12
+    assert embedder_id(embedder) == embedder.model_id
+    assert StaticEmbedder(bundled_table_dir()).model_id == embedder.model_id
+
+
+def test_a_missing_table_says_so(tmp_path):
+    assert not static_embedder_available(tmp_path)
+    with pytest.raises(StaticEmbedderUnavailable, match="no static embedding table"):
+        StaticEmbedder(tmp_path)
+
+
+def test_the_hybrid_takes_it_as_its_dense_channel(embedder):
+    library = [Paper(id="q", title="Denoising diffusion models", abstract=DIFFUSION)]
+    pool = [Paper(id="d", title="Score-based generative models", abstract=DENOISING),
+            Paper(id="p", title="Protein structure prediction", abstract=PROTEIN)]
+    scores = np.asarray(HybridModel(embedder=embedder).fit(library, pool).scores_)
+    assert scores.shape == (2,) and np.isfinite(scores).all() and scores[0] > scores[1]
+
+
+def test_it_runs_without_torch_or_sentence_transformers(embedder):
+    code = (
+        "import sys, json\n"
+        "for name in ('torch', 'transformers', 'sentence_transformers', 'model2vec', 'safetensors'):\n"
+        "    sys.modules[name] = None  # any import of them now fails\n"
+        "from recommender.models.static_embeddings import StaticEmbedder\n"
+        f"vectors = StaticEmbedder().embed({TEXTS!r})\n"
+        "sys.stdout.write(json.dumps(vectors.tolist()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # Deterministic across processes: bit for bit the rows of this process.
+    np.testing.assert_array_equal(np.asarray(json.loads(done.stdout), dtype=np.float32), embedder.embed(TEXTS))
+
+
+def test_embedder_static_from_the_cli_and_through_an_index(tmp_path):
+    """`--embedder static`: the opt-in dense channel without the extra, kept by an index."""
+    import json
+    import subprocess
+    import sys
+
+    from recommender.defaults import bundled_collection
+
+    def litrank(*arguments):
+        return subprocess.run([sys.executable, "-m", "recommender", *arguments], capture_output=True, text=True,
+                              cwd=tmp_path, check=False, timeout=300)
+
+    ranked = litrank("rank", "--embedder", "static", "-n", "5", "-f", "jsonl")
+    assert ranked.returncode == 0, ranked.stderr
+    assert "static:static-minilm-256" in ranked.stderr
+    assert litrank("index", str(bundled_collection()), "--embedder", "static", "-o", "c.litrank").returncode == 0
+    from_index = litrank("rank", "-c", "c.litrank", "-n", "5", "-f", "jsonl", "--embedder", "auto")  # the index's
+    assert from_index.returncode == 0 and "static:static-minilm-256" in from_index.stderr
+    assert [json.loads(line)["id"] for line in from_index.stdout.splitlines()] == \
+        [json.loads(line)["id"] for line in ranked.stdout.splitlines()]
