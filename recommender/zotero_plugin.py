@@ -118,6 +118,16 @@ def _belongs_here(data: Mapping[str, Any], key: str | None, to: str) -> bool:
     return (key is not None and key in (data.get("collections") or [])) or to in _placed(data)
 
 
+def _collection_paths(data: Mapping[str, Any], key: str | None, to: str) -> list[str]:
+    """The collections a pick is in, as far as the request tells (what judging a drag-out reads):
+    this Recommended when it is in it; none when litrank placed it here and it is gone (dragged
+    out); for a pick of another collection's Recommended, whose membership the request does not
+    carry, the collections litrank placed it in (taken as still there, never as dragged out)."""
+    if key is not None and key in (data.get("collections") or []):
+        return [to]
+    return [] if _belongs_here(data, key, to) else _placed(data)
+
+
 def answer(request: Any, store, embedder=None) -> dict[str, Any]:
     """The reply to one plugin request (see the module's docstring); ``store`` keeps the
     judgements (a :class:`connectors.files.feedback_store.FeedbackStore`), ``embedder`` adds the
@@ -126,11 +136,8 @@ def answer(request: Any, store, embedder=None) -> dict[str, Any]:
     key, to = asked["recommended_key"], asked["to"]
     library = [paper for data in asked["library"] if (paper := paper_from_item(data, SOURCE)) is not None]
     here = [data for data in asked["picks"] if _belongs_here(data, key, to)]
-    # Picks of other collections' Recommended: their membership there is not in the request, so
-    # they are taken as still in place (never "dragged out"); their tags and the trash still count.
     picks = [paper for data in asked["picks"]
-             if (paper := paper_from_item(data, SOURCE, [to] if key in (data.get("collections") or [])
-                                          else [] if _belongs_here(data, key, to) else _placed(data))) is not None]
+             if (paper := paper_from_item(data, SOURCE, _collection_paths(data, key, to))) is not None]
     if not [paper for paper in library if paper.text.strip()]:
         raise AnswerError("bad_request", "the collection has no papers with a title or abstract to rank against")
     collection = _candidates(asked["candidates"])
