@@ -19,7 +19,7 @@ from recommender.feedback import (
 )
 from recommender.models.hybrid import HybridModel
 from recommender.models.scoring import Driver, LearnedModel, SimilarityModel
-from recommender.paper import IdentityIndex, Paper, deduplicate
+from recommender.paper import IdentityIndex, Paper
 
 
 def make_model(name: str = "hybrid", embedder=None):
@@ -122,6 +122,14 @@ def _as_papers(value: PapersOrSources) -> list[Paper]:
     return papers
 
 
+def _deduplicated(papers: list[Paper], where: str) -> list[Paper]:
+    """Each distinct paper once, merges said (as loading does): the Python API merges nothing
+    silently either. Papers loaded by the CLI arrive merged already, so nothing is said twice."""
+    import connectors
+
+    return connectors.deduplicated(papers, where)
+
+
 def mmr_order(scores: np.ndarray, similarity: np.ndarray, diversity: float) -> list[int]:
     """Maximal marginal relevance: each next pick trades relevance against redundancy.
 
@@ -211,9 +219,10 @@ class Ranker:
         from recommender.models.index_fit import fit_on_index
 
         judgements = dict(judgements or {})
-        library_papers = [p for p in deduplicate(_as_papers(library)) if p.text.strip()]
+        library_papers = [p for p in _deduplicated(_as_papers(library), "the library") if p.text.strip()]
         index = collection if isinstance(collection, CollectionIndex) else None
-        collection_papers = index.papers if index is not None else list(deduplicate(_as_papers(collection)))
+        collection_papers = index.papers if index is not None else _deduplicated(_as_papers(collection),
+                                                                                  "the collection")
         known = IdentityIndex(library_papers)
         candidates, already, liked, disliked = [], [], [], []
         identity_keys = index.identity_keys() if index is not None else [None] * len(collection_papers)

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 import connectors
 from connectors.files import litrank_index
-from connectors.zotero.items import is_litrank_item_data, paper_from_item
+from connectors.zotero.items import paper_from_item
 from connectors.zotero.sync_plan import (
     DROPPED_FROM,
     collection_path,
@@ -39,7 +39,6 @@ from connectors.zotero.sync_plan import (
     new_item,
 )
 from recommender.feedback import IN_COLLECTION
-from recommender.paper import IdentityIndex
 from recommender.ranking import Ranker, gather_judgements, make_model, read_index
 
 VERSION = 1
@@ -150,18 +149,12 @@ def answer(request: Any, store, embedder=None) -> dict[str, Any]:
     live = [data for data in here if not data.get("deleted")]
     trashed = [data for data in asked["picks"] if data.get("deleted")]
     plan = make_plan(ranking, live, key, SOURCE, to, trashed)  # a liked pick stays where it is
-    # Each pick's existing item, found by identity as the plan finds it (None for a new one).
-    ours = [(paper, str(data["key"])) for data in live
-            if is_litrank_item_data(data) and (paper := paper_from_item(data, SOURCE)) is not None]
-    index, key_of = IdentityIndex([paper for paper, _ in ours]), {id(paper): k for paper, k in ours}
-    created = {id(pick) for pick in plan.create}
     n = ranking.n_candidates
     reply = {
         "v": VERSION,
         "picks": [{"rank": pick.rank, "score": round(float(pick.score), 4), "title": pick.paper.title,
                    "because": [reason.paper.title for reason in pick.because],
-                   "key": None if id(pick) in created or (match := index.find(pick.paper)) is None
-                   else key_of[id(match)]}
+                   "key": plan.keys.get(id(pick))}
                   for pick in ranking.recommendations],
         "create": [{"data": new_item(item_template(item_type(pick.paper)), pick, n, to)} for pick in plan.create],
         "update": [{"key": str(data["key"]), "extra": merge_extra(data.get("extra", ""), extra_lines(pick, n, to))}

@@ -31,7 +31,7 @@ def loads(text: str, source: str = "<string>", delimiter: str = ",") -> list[Pap
         raise SourceError(f"{source}: no title or abstract column (the header has "
                           f"{', '.join(header)}); name one 'title' or 'abstract'")
     _say_columns(header, source)
-    lines = text.splitlines(keepends=True)
+    lines: list[str] = []  # the file's lines, as the csv module counts them; split only when a row spans several
     papers = []
     previous = reader.line_num
     try:
@@ -39,6 +39,8 @@ def loads(text: str, source: str = "<string>", delimiter: str = ",") -> list[Pap
             first, last, previous = previous + 1, reader.line_num, reader.line_num
             # A row over several lines with an odd number of quotes: one never closed, and the
             # csv module read everything after it, to the end of the file, as one cell.
+            if last > first and not lines:
+                lines = io.StringIO(text, newline="").readlines()
             if last > first and "".join(lines[first - 1:last]).count('"') % 2:
                 log.warning("%s: line %d: a quote opened on this line is never closed, so lines %d-%d were read "
                             "as one row; close the quote", source, first, first, last)

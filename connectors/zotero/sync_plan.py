@@ -33,6 +33,8 @@ class Plan:
     update: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
     remove: list[dict[str, Any]] = field(default_factory=list)
     unchanged: int = 0
+    # The existing item of each pick found again (add, update or unchanged): id(pick) -> item key.
+    keys: dict[int, str] = field(default_factory=dict)
     # Picks the user moved to the Zotero trash: never created again.
     trashed: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
 
@@ -126,6 +128,7 @@ def make_plan(ranking, items: list[dict[str, Any]], collection_key: str | None, 
             plan.create.append(pick)
             continue
         matched.add(found.id)
+        plan.keys[id(pick)] = str(data["key"])
         in_collection = collection_key is not None and collection_key in (data.get("collections") or [])
         if not in_collection:
             plan.add.append((pick, data))

@@ -38,11 +38,10 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from recommender.evaluation.holdout import score_bm25, score_random, score_tfidf_max
+# The scorers are holdout's (library, collection) ones, which the single-query protocol shares.
+from recommender.evaluation.holdout import Scorer, model_scorer, top_mean_cosine  # noqa: F401
+from recommender.evaluation.holdout import library_scorers as method_scorers
 from recommender.evaluation.human_judgements import METRICS, average_precision, ndcg_at_share
-from recommender.models.hybrid import HybridModel
-from recommender.models.scoring import LearnedModel, SimilarityModel
-from recommender.paper import Paper
 
 SIZES = (5, 20)
 BUCKETS = ((5, 8), (9, 14), (15, 20))
@@ -52,9 +51,6 @@ OWN_GRADE = 3
 LEXICAL_METHODS = ("random", "bm25", "tfidf", "hybrid")
 EMBEDDING_METHODS = ("embedding", "embedding-top3", "hybrid+embeddings")
 OTHER_METHODS = ("similarity", "learned", "learned+embeddings")
-
-Scorer = Callable[[Sequence[Paper], Sequence[Paper]], np.ndarray]
-
 
 @dataclass(frozen=True)
 class CompositeLibrary:
@@ -159,57 +155,6 @@ def build_libraries(data, fold: str, count: int = LIBRARIES_PER_FOLD, sizes: tup
         if library.size >= sizes[0] and len(library.query_facets) >= min_queries:
             libraries.append(library)
     return libraries
-
-
-def top_mean_cosine(library_vectors: np.ndarray, candidate_vectors: np.ndarray, k: int) -> np.ndarray:
-    """Each candidate's mean cosine to its ``k`` closest library papers (``k=1``: the best)."""
-    cosines = _unit(candidate_vectors) @ _unit(library_vectors).T
-    k = max(1, min(k, cosines.shape[1]))
-    return np.sort(cosines, axis=1)[:, -k:].mean(axis=1)
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float64)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1.0, norms)
-
-
-def model_scorer(factory: Callable[[], object]) -> Scorer:
-    """A scorer fitting ``factory()`` (a litrank model) on each library and collection."""
-    return lambda library, collection: np.asarray(factory().fit(list(library), list(collection)).scores_)
-
-
-def method_scorers(embedder=None, seed: int = 0) -> dict[str, Scorer]:
-    """Scoring functions ``(library papers, collection papers) -> scores`` by method name.
-    Embedding methods are included only with an ``embedder``; its vectors are kept in memory
-    for the run (libraries share most of their collections)."""
-    scorers: dict[str, Scorer] = {
-        "random": lambda library, collection: score_random(library, collection, seed=seed),
-        "bm25": lambda library, collection: score_bm25(library, collection),
-        "tfidf": lambda library, collection: score_tfidf_max(library, collection),
-        "similarity": model_scorer(SimilarityModel),
-        "learned": model_scorer(LearnedModel),
-        "hybrid": model_scorer(HybridModel),
-    }
-    if embedder is not None:
-        vectors: dict[str, np.ndarray] = {}
-
-        def embedded(papers: Sequence[Paper]) -> np.ndarray:
-            missing = list(dict.fromkeys(paper.id for paper in papers if paper.id not in vectors))
-            if missing:
-                texts = {paper.id: paper.text for paper in papers}
-                for paper_id, vector in zip(missing, np.asarray(embedder.embed([texts[i] for i in missing]))):
-                    vectors[paper_id] = vector
-            return np.stack([vectors[paper.id] for paper in papers])
-
-        def dense(k: int) -> Scorer:
-            return lambda library, collection: top_mean_cosine(embedded(library), embedded(collection), k)
-
-        scorers["embedding"] = dense(1)
-        scorers["embedding-top3"] = dense(3)
-        scorers["hybrid+embeddings"] = model_scorer(lambda: HybridModel(embedder=embedder))
-        scorers["learned+embeddings"] = model_scorer(lambda: LearnedModel(embedder=embedder))
-    return scorers
 
 
 def default_methods(embedder=None) -> list[str]:

@@ -22,6 +22,8 @@ from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.svm import LinearSVC
 
+from recommender.models.hybrid import HybridModel
+from recommender.models.scoring import LearnedModel, SimilarityModel
 from recommender.models.signals import recency_weights
 from recommender.paper import Paper
 from recommender.ranking import MODEL_NAMES, make_model
@@ -170,3 +172,60 @@ def holdout_tasks(library: Sequence[Paper], collection: Sequence[Paper], holdout
         kept = [paper for i, paper in enumerate(library) if i not in hidden]
         hidden_papers = [library[i] for i in sorted(hidden)]
         yield kept, list(collection) + hidden_papers, frozenset(paper.id for paper in hidden_papers)
+
+
+# --- scorers by method name, for the benchmarks on expert judgements ------------------------------
+
+Scorer = Callable[[Sequence[Paper], Sequence[Paper]], np.ndarray]
+
+
+def top_mean_cosine(library_vectors: np.ndarray, candidate_vectors: np.ndarray, k: int) -> np.ndarray:
+    """Each candidate's mean cosine to its ``k`` closest library papers (``k=1``: the best)."""
+    cosines = _unit(candidate_vectors) @ _unit(library_vectors).T
+    k = max(1, min(k, cosines.shape[1]))
+    return np.sort(cosines, axis=1)[:, -k:].mean(axis=1)
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def model_scorer(factory: Callable[[], object]) -> Scorer:
+    """A scorer fitting ``factory()`` (a litrank model) on each library and collection."""
+    return lambda library, collection: np.asarray(factory().fit(list(library), list(collection)).scores_)
+
+
+def library_scorers(embedder=None, seed: int = 0) -> dict[str, Scorer]:
+    """Scoring functions ``(library papers, collection papers) -> scores`` by method name, for the
+    benchmarks on expert judgements (single query papers and composite libraries).
+    Embedding methods are included only with an ``embedder``; its vectors are kept in memory
+    for the run (libraries share most of their collections)."""
+    scorers: dict[str, Scorer] = {
+        "random": lambda library, collection: score_random(library, collection, seed=seed),
+        "bm25": lambda library, collection: score_bm25(library, collection),
+        "tfidf": lambda library, collection: score_tfidf_max(library, collection),
+        "similarity": model_scorer(SimilarityModel),
+        "learned": model_scorer(LearnedModel),
+        "hybrid": model_scorer(HybridModel),
+    }
+    if embedder is not None:
+        vectors: dict[str, np.ndarray] = {}
+
+        def embedded(papers: Sequence[Paper]) -> np.ndarray:
+            missing = list(dict.fromkeys(paper.id for paper in papers if paper.id not in vectors))
+            if missing:
+                texts = {paper.id: paper.text for paper in papers}
+                for paper_id, vector in zip(missing, np.asarray(embedder.embed([texts[i] for i in missing]))):
+                    vectors[paper_id] = vector
+            return np.stack([vectors[paper.id] for paper in papers])
+
+        def dense(k: int) -> Scorer:
+            return lambda library, collection: top_mean_cosine(embedded(library), embedded(collection), k)
+
+        scorers["embedding"] = dense(1)
+        scorers["embedding-top3"] = dense(3)
+        scorers["hybrid+embeddings"] = model_scorer(lambda: HybridModel(embedder=embedder))
+        scorers["learned+embeddings"] = model_scorer(lambda: LearnedModel(embedder=embedder))
+    return scorers

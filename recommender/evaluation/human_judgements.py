@@ -28,9 +28,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from recommender.evaluation.holdout import score_bm25, score_random, score_tfidf_max
-from recommender.models.hybrid import HybridModel
-from recommender.models.scoring import LearnedModel, SimilarityModel
+from recommender.evaluation.holdout import library_scorers
 from recommender.paper import Paper
 
 FACETS = ("background", "method", "result")
@@ -69,30 +67,15 @@ def _metrics(ranked: Sequence[str], grades: Mapping[str, int]) -> dict[str, floa
     return {"ndcg%20": ndcg_at_share(ranked, grades), "map": average_precision(ranked, grades)}
 
 
-def _model_scorer(factory: Callable[[], object]) -> Callable[[Paper, list[Paper]], np.ndarray]:
-    return lambda query, pool: np.asarray(factory().fit([query], pool).scores_)
-
-
 def method_scorers(embedder=None, seed: int = 0) -> dict[str, Callable[[Paper, list[Paper]], np.ndarray] | None]:
-    """Scoring functions ``(query_paper, pool) -> scores`` by method name (``specter`` is None:
-    it is read from the dataset). Embedding methods are included only with an ``embedder``."""
-    scorers: dict[str, Callable | None] = {
-        "random": lambda query, pool: score_random([query], pool, seed=seed),
-        "bm25": lambda query, pool: score_bm25([query], pool),
-        "tfidf": lambda query, pool: score_tfidf_max([query], pool),
-        "specter": None,
-        "similarity": _model_scorer(SimilarityModel),
-        "learned": _model_scorer(LearnedModel),
-        "hybrid": _model_scorer(HybridModel),
-    }
-    if embedder is not None:
-        def embedding(query: Paper, pool: list[Paper]) -> np.ndarray:
-            vectors = np.asarray(embedder.embed([query.text] + [paper.text for paper in pool]))
-            return vectors[1:] @ vectors[0]
-
-        scorers["embedding"] = embedding
-        scorers["learned+embeddings"] = _model_scorer(lambda: LearnedModel(embedder=embedder))
-        scorers["hybrid+embeddings"] = _model_scorer(lambda: HybridModel(embedder=embedder))
+    """Scoring functions ``(query_paper, pool) -> scores`` by method name: the library scorers of
+    :func:`~recommender.evaluation.holdout.library_scorers` with the query paper as a one-paper
+    library (``specter`` is None: it is read from the dataset). Embedding methods are included
+    only with an ``embedder``."""
+    scorers: dict[str, Callable | None] = {"specter": None}
+    for name, score in library_scorers(embedder, seed).items():
+        if name != "embedding-top3":  # with one library paper, the same as "embedding"
+            scorers[name] = lambda query, pool, score=score: score([query], pool)
     return scorers
 
 

@@ -146,3 +146,21 @@ def test_the_python_api_ranks_like_the_cli_with_the_extra_installed(monkeypatch)
     without = [pick.paper.id for pick in recommender.rank(bundled_library(), bundled_collection(), embedder="none")]
     assert without != [paper_id for paper_id, _ in from_cli]  # "none" is off, and it changes the ranking
     assert recommender.rank(bundled_library(), bundled_collection(), embedder=False)[0].paper.id == without[0]
+
+
+def test_the_python_api_says_what_it_merges(caplog, monkeypatch):
+    """recommender.rank merges nothing silently: a duplicate in a library given as Papers is said."""
+    import logging
+
+    monkeypatch.setattr(logging.getLogger("litrank"), "propagate", True)  # a CLI test may have turned it off
+
+    library = [Paper(id="a", title="Denoising Diffusion Probabilistic Models", doi="10.48550/arXiv.2006.11239",
+                     abstract="Diffusion models for image synthesis."),
+               Paper(id="b", title="DDPM (preprint)", doi="10.48550/ARXIV.2006.11239", abstract="The same paper, as a preprint.")]
+    collection = [Paper(id=f"c{i}", title=title, abstract=title) for i, title in
+                  enumerate(["Score-based diffusion", "Graph neural networks", "Diffusion language models"])]
+    with caplog.at_level(logging.INFO, logger="litrank"):
+        picks = recommender.rank(library, collection, embedder="none")
+    assert len(picks) == 3
+    assert "the library: 1 duplicate merged (same DOI: 1) (-v lists them)." in caplog.text
+    assert "'b' (DDPM (preprint)) is 'a'" in caplog.text
