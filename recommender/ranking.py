@@ -89,6 +89,19 @@ class Ranking:
     scores: np.ndarray | None = field(default=None, repr=False, compare=False)
     fitted_model: object = field(default=None, repr=False, compare=False)
 
+    @property
+    def n_judgements(self) -> int:
+        """How many of the user's judgements this ranking used (liked and disliked papers)."""
+        return len(self.liked) + len(self.disliked)
+
+    def judgements_note(self) -> str:
+        """``"re-ranked with your 12 judgements (5 liked, 7 disliked)"``, or "" without any."""
+        n = self.n_judgements
+        if not n:
+            return ""
+        return (f"re-ranked with your {n} judgement{'s' if n != 1 else ''} "
+                f"({len(self.liked)} liked, {len(self.disliked)} disliked)")
+
     def library_overlap(self, head: int = 10) -> float:
         """How close the best picks come to the library: the median, over the first ``head``
         picks, of the cosine to their closest library paper (0 when none is close at all).
@@ -246,6 +259,8 @@ class Ranker:
             if self.engine is not None:
                 if not isinstance(self.model, HybridModel):
                     raise ValueError("ranking on a cluster uses the hybrid model (--model hybrid)")
+                if self.model.disliked_weight > 0:
+                    raise ValueError("ranking on a cluster does not push down disliked papers (disliked_weight=0)")
                 from recommender.scale.cluster_ranking import fit_on_cluster
 
                 row_of = {id(paper): row for row, paper in enumerate(collection_papers)}

@@ -177,7 +177,6 @@ def _summary(reply: Mapping[str, Any], plan, ranking) -> str:
              f"{plan.unchanged} unchanged"]
     if plan.trashed:
         parts.append(f"{len(plan.trashed)} in the trash left out")
-    feedback = reply["feedback"]
-    if feedback["liked"] or feedback["disliked"]:
-        parts.append(f"feedback read: {feedback['liked']} liked, {feedback['disliked']} disliked")
+    if ranking.n_judgements:
+        parts.append(ranking.judgements_note())
     return "; ".join(parts) + "."

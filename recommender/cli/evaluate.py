@@ -13,7 +13,7 @@ from recommender import defaults
 from recommender.cli.common import fail, load_sources, make_embedder, say
 from recommender.report import formats as report
 
-BENCHMARKS = ("library", "csfcube", "csfcube-composite", "author-continuity")
+BENCHMARKS = ("library", "csfcube", "csfcube-composite", "csfcube-feedback", "author-continuity")
 CSFCUBE_FOLDS = ("fold1_test", "fold1_dev", "fold2_test", "fold2_dev", "all")
 # Where the developers' data lies beside a source checkout (shared/data/ next to the repository:
 # recommender/cli/evaluate.py -> parents[2] is the checkout, parents[3] the folder holding it).
@@ -36,19 +36,21 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="library", show_default=True,
               help="csfcube: expert relevance judgements (the measure litrank is tuned by); csfcube-composite: "
-                   "the same judgements, libraries of 5-20 papers on several topics composed from them; library: how well "
+                   "the same judgements, libraries of 5-20 papers on several topics composed from them; csfcube-feedback: "
+                   "what judging the first 5, 10 or 20 picks buys on both; library: how well "
                    "papers hidden from your own library are found again (a proxy); author-continuity: an "
                    "author's next papers from their earlier ones (a proxy, on conference lists given by --data).")
 @click.option("--data", default=None, metavar="DIR",
-              help="csfcube, csfcube-composite: the CSFCube directory (default $LITRANK_CSFCUBE_DIR); author-continuity: the "
+              help="csfcube, csfcube-composite, csfcube-feedback: the CSFCube directory (default $LITRANK_CSFCUBE_DIR); author-continuity: the "
                    "folder of <venue><year>.jsonl.gz conference lists (default $LITRANK_CONFERENCES_DIR).")
 @click.option("--fold", type=click.Choice(CSFCUBE_FOLDS), default="fold1_test", show_default=True,
-              help="csfcube: the fold the main table reports (litrank is tuned on fold1_dev).")
+              help="csfcube, csfcube-composite, csfcube-feedback: the fold the main table reports (litrank is tuned "
+                   "on fold1_dev).")
 @click.option("--methods", default=None, metavar="A,B,...",
               help="Only these methods (default: all, with the embedding ones when an embedder is in use).")
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="csfcube: only the first N query-facets of each fold (a quick check, not a result); "
-                   "csfcube-composite: the first N libraries of each fold; "
+                   "csfcube-composite: the first N libraries of each fold; csfcube-feedback: the first N tasks; "
                    "author-continuity: a seeded sample of N authors per configuration.")
 @click.option("-l", "--library", "library_sources", multiple=True, metavar="SOURCE",
               help="library: your library (repeatable). Default: the bundled example library.")
@@ -71,6 +73,7 @@ def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_
       litrank evaluate --benchmark csfcube                  # human judgements; what the default model is tuned by
       litrank evaluate --benchmark csfcube --format json --embedder none
       litrank evaluate --benchmark csfcube-composite        # libraries of 5-20 papers, several topics
+      litrank evaluate --benchmark csfcube-feedback         # what judging the first k picks buys
       litrank evaluate                                      # hide 20% of the bundled library, find it again
       litrank evaluate -l refs.bib -c icml2026.jsonl --repeats 10
       litrank evaluate --benchmark author-continuity --limit 50
@@ -88,6 +91,9 @@ def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_
         elif benchmark == "csfcube-composite":
             _csfcube_composite(_data_directory(data, "LITRANK_CSFCUBE_DIR", "csfcube"), fold, chosen, limit,
                                embedding_model, seed, output_format)
+        elif benchmark == "csfcube-feedback":
+            _csfcube_feedback(_data_directory(data, "LITRANK_CSFCUBE_DIR", "csfcube"), fold, chosen, limit,
+                              embedding_model, output_format)
         elif benchmark == "author-continuity":
             _author_continuity(_data_directory(data, "LITRANK_CONFERENCES_DIR", "conferences"), chosen, limit,
                                embedding_model, output_format)
@@ -187,6 +193,36 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
                  f"{shape.get('collection_mean', 0)}; litrank is tuned on fold1_dev)")
         click.echo(report.render_grid(title, columns, rows, width=140) + "\n", nl=False)
     say(f"{len(everything)} libraries, {len(methods)} methods in {seconds} s.")
+
+
+def _csfcube_feedback(directory: Path, fold: str, methods, limit, embedder, output_format: str) -> None:
+    import time
+
+    from connectors.files import csfcube
+    from recommender.evaluation import feedback_gain
+
+    if fold == "all":
+        raise ValueError("csfcube-feedback reports one fold at a time (--fold fold1_dev or fold1_test)")
+    started = time.perf_counter()
+    data = csfcube.load(directory)
+    tasks = feedback_gain.tasks(data, fold)[:limit]
+    rankers = feedback_gain.default_methods(embedder)
+    if methods:
+        unknown = [m for m in methods if m not in rankers]
+        if unknown:
+            raise ValueError(f"unknown feedback methods {', '.join(unknown)}; choose from {', '.join(rankers)}")
+        rankers = {m: rankers[m] for m in methods}
+    results = feedback_gain.evaluate_feedback(data, tasks, rankers, feedback_gain.baseline(embedder))
+    table = feedback_gain.summary(results, tasks)
+    seconds = round(time.perf_counter() - started, 1)
+    if output_format == "json":
+        click.echo(json.dumps({"benchmark": "csfcube-feedback", "fold": fold, "tuned_on": "fold1_dev",
+                               "embedder": getattr(embedder, "model_id", None) if embedder is not None else None,
+                               "results": table, "per_task": results, "seconds": seconds}, indent=2))
+        return
+    click.echo(f"CSFCube {fold}, the first k picks judged (grade 2-3 liked, 0-1 disliked), the rest ranked again:")
+    click.echo(feedback_gain.markdown(table))
+    say(f"{len(tasks)} tasks, {len(rankers)} methods in {seconds} s.")
 
 
 def _single_query(data, folds, methods, embedder, seed: int, limit) -> dict[str, dict]:

@@ -51,7 +51,7 @@ def feedback(like_ids, dislike_ids, forget_ids, library_sources, collection_sour
     Examples:
 
     \b
-      litrank feedback --like icml2026-1d3ae34a7f --dislike icml2026-881217ec0b
+      litrank feedback --like icml2026-1d3ae34a7f --dislike icml2026-a6eabe1261
       litrank feedback -l refs.bib -c icml2026.jsonl --dislike icml2026-42
       litrank feedback --forget icml2026-1d3ae34a7f
       litrank feedback --list

@@ -227,7 +227,8 @@ def _rank_and_write(output_format, output, library_sources, collection_sources, 
         say("warning: nothing left to rank: every paper of the collection is already in your library or judged"
             + ("; nothing was written." if output else "."))
         return
-    say(f"Ranked by {ranking.model}.")
+    note = ranking.judgements_note()
+    say(f"Ranked by {ranking.model}" + (f"; {note}." if note else "."))
     from recommender.ranking import WEAK_OVERLAP
 
     if ranking.recommendations and ranking.library_overlap() < WEAK_OVERLAP:

@@ -15,23 +15,22 @@ Tuned on expert relevance judgements (CSFCube's ``fold1_dev``; see ``litrank eva
 4. **Fusion**: each signal is standardised over the candidates (per library paper, so every
    library paper is one query with its own scale) and added, dense weighted ``dense_weight``.
 
-A candidate's score adds three parts:
+A candidate's score adds up to four parts:
 
-* **text**: the mean of its ``k`` best per-library-paper scores (``k`` grows with the
-  library: 1 paper → 1, 3 → 2, 7 → 3, 100 → 7, 500 → 9);
-* **profile** (libraries of two or more papers): BM25 of the candidate with the whole
-  library as one query, standardised, weighted by :func:`profile_share`. It stands for what
-  a small library's papers have in common, which no single one of them shows; a large
-  library holds many interests, so its one profile counts for less;
+* **text**: the mean of its ``k`` best per-library-paper scores (``k``: 1 for a one-paper
+  library, 2 for more; see :func:`aggregation_depth`);
+* **profile** (off by default, ``profile_weight``): BM25 of the candidate with the whole
+  library as one query, weighted by :func:`profile_share`: what the library's papers have in
+  common, which helps a library on one topic and costs one on several;
 * **authors**: ``author_weight`` × log(1 + authors shared with library papers, summed over
-  the library) / √n. A library that holds several papers of a candidate's authors is close
-  to a statement of interest; one shared name in a large library is a small nudge. Zero when
-  no paper lists authors.
+  the library) / √n: several papers of a candidate's authors are close to a statement of
+  interest, one shared name in a large library is a nudge (zero when no paper lists authors);
+* **disliked** (``disliked_weight``, off by default): minus the best similarity to a paper
+  the user disliked.
 
-The weights of the text part were chosen on CSFCube ``fold1_dev``; what a one-paper,
-author-less benchmark cannot see (the 1/n of the feedback, ``profile_weight`` and
-``author_weight``) on the author-continuity benchmark, to stay within 5% of the learned model
-there.
+The text part was tuned on CSFCube ``fold1_dev``, its query papers and its composite libraries
+of 5-20 papers on several topics (``benchmarks/tune_fusion.py``); the 1/n of the feedback and
+``author_weight``, which an author-less benchmark cannot see, on the author-continuity benchmark.
 """
 from __future__ import annotations
 
@@ -85,13 +84,24 @@ def column_mean_and_spread(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def aggregation_depth(n_library: int) -> int:
-    """How many of its best-matching library papers a candidate's score averages over.
+    """How many of its best-matching library papers a candidate's score averages over: one
+    for a query-by-example library, two otherwise.
 
-    One for a query-by-example library; it grows with the logarithm of the library size,
-    so that a pick must match more than one paper of a large library, but a user's narrow
-    interest (a handful of papers among hundreds) still counts.
+    A researcher's library holds several topics of a few papers each; a pick should match
+    one of them, and averaging over more papers mixes topics (on CSFCube's composite
+    libraries two beat one and the earlier log2 depth: docs/models-and-quality.md).
     """
-    return max(1, min(n_library, int(np.ceil(np.log2(n_library + 1)))))
+    return max(1, min(n_library, 2))
+
+
+def depth_for(aggregation: str | int, n_library: int) -> int:
+    """The aggregation depth an ``aggregation`` setting ("auto", "log2" or a number) gives a
+    library of ``n_library`` papers."""
+    if aggregation == "auto":
+        return aggregation_depth(n_library)
+    if aggregation == "log2":
+        return max(1, min(n_library, int(np.ceil(np.log2(n_library + 1)))))
+    return max(1, min(int(aggregation), n_library))
 
 
 def profile_share(n_library: int, weight: float) -> float:
@@ -197,25 +207,31 @@ class HybridModel(TermExplainer, Estimator):
         divided by the library size n.
     library_feedback : bool, default=True
         Other library papers may serve as feedback too (beside the collection's).
-    dense_weight : float, default=0.5
+    dense_weight : float, default=1.0
         Weight of the standardised dense cosine against the standardised lexical one.
-    short_text_words : int, default=20
+    short_text_words : int, default=10
         A library paper of fewer words (a title without its abstract, say) weighs the dense
         cosine by ``dense_weight * short_text_words / words`` instead: a few words make a
         noisy lexical match, while a sentence embedding of a title is still a fair one.
         Abstracts are not affected (CSFCube's shortest query has 75 words). See
-        :meth:`dense_weights`.
+        :meth:`dense_weights` and docs/models-and-quality.md for the measurements.
     dense_feedback_weight : float, default=0.0
         Pseudo-relevance feedback for the dense vectors too (0: plain dense cosine). With
         an embedder, feedback candidates are chosen by the fused first-pass score.
-    profile_weight : float, default=3.0
-        Weight of the whole-library BM25 profile (see :func:`profile_share`).
+    profile_weight : float, default=0.0
+        Weight of the whole-library BM25 profile (see :func:`profile_share`). Off by default:
+        it helps a library on one topic and costs one on several (CSFCube composite libraries).
     author_weight : float, default=40.0
         Score per unit of log(1 + authors shared with library papers) / √n, in standard
         deviations of the text score.
-    aggregation : "auto" or int, default="auto"
+    aggregation : "auto", "log2" or int, default="auto"
         How many best-matching library papers a score averages; "auto" uses
-        :func:`aggregation_depth`.
+        :func:`aggregation_depth`, "log2" ⌈log2(n + 1)⌉ of n papers (the rule before the
+        composite-library tuning: 3 at 7 papers, 9 at 500).
+    disliked_weight : float, default=0.0
+        Papers the user disliked (``judgements`` of -1) push down what resembles them: the
+        score loses ``disliked_weight`` × the candidate's best standardised similarity to a
+        disliked paper (see :meth:`_disliked_similarity`).
     random_state : int, default=0
         Seeds the LSA used for diversity; the scores themselves are deterministic.
 
@@ -228,9 +244,9 @@ class HybridModel(TermExplainer, Estimator):
     """
 
     def __init__(self, embedder=None, char_weight: float = 0.5, feedback_docs: int = 8, feedback_weight: float = 1.0,
-                 library_feedback: bool = True, dense_weight: float = 0.5, short_text_words: int = 20,
-                 dense_feedback_weight: float = 0.0, profile_weight: float = 3.0, author_weight: float = 40.0,
-                 aggregation: str | int = "auto", random_state: int = 0):
+                 library_feedback: bool = True, dense_weight: float = 1.0, short_text_words: int = 10,
+                 dense_feedback_weight: float = 0.0, profile_weight: float = 0.0, author_weight: float = 40.0,
+                 aggregation: str | int = "auto", disliked_weight: float = 0.0, random_state: int = 0):
         self.embedder = embedder
         self.char_weight = char_weight
         self.feedback_docs = feedback_docs
@@ -242,6 +258,7 @@ class HybridModel(TermExplainer, Estimator):
         self.profile_weight = profile_weight
         self.author_weight = author_weight
         self.aggregation = aggregation
+        self.disliked_weight = disliked_weight
         self.random_state = random_state
 
     def fit(self, library: Sequence[Paper], candidates: Sequence[Paper], judgements: Mapping[int, int] | None = None,
@@ -303,8 +320,7 @@ class HybridModel(TermExplainer, Estimator):
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, first_pass,
                 self.feedback_docs, self.dense_feedback_weight / n_library), in_place=True)
             fused = lexical + dense_z
-        k = aggregation_depth(n_library) if self.aggregation == "auto" else max(1, min(int(self.aggregation), n_library))
-        text_score, columns = _top_mean(fused, k)
+        text_score, columns = _top_mean(fused, self._depth(n_library))
         self.components_ = {"lexical": np.take_along_axis(lexical, columns, axis=1).mean(axis=1)}
         if dense:
             self.components_["dense"] = np.take_along_axis(dense_z, columns, axis=1).mean(axis=1)
@@ -313,8 +329,12 @@ class HybridModel(TermExplainer, Estimator):
             self.components_["profile"] = profile_share(n_library, self.profile_weight) * standardize_columns(
                 profile[:, None])[:, 0]
         self.components_["authors"] = self.author_weight * np.log1p(self._shared_authors(rep)) / np.sqrt(n_library)
+        disliked = np.array(sorted(i for i, value in (judgements or {}).items() if value < 0), dtype=np.int64)
+        if len(disliked) and self.disliked_weight > 0:
+            self.components_["disliked"] = -self.disliked_weight * self._disliked_similarity(
+                rep, lexical_vectors, disliked, dense_weights if dense else None)
         self.scores_ = text_score + sum(values for name, values in self.components_.items()
-                                        if name in ("profile", "authors"))
+                                        if name in ("profile", "authors", "disliked"))
         parts = ["words and character n-grams with pseudo-relevance feedback"]
         if dense:
             parts.append(f"{getattr(self.embedder, 'model_id', 'dense')} embeddings")
@@ -329,6 +349,26 @@ class HybridModel(TermExplainer, Estimator):
         # The author block's row sums without the block: the library's author counts, once.
         library_authors = np.asarray(rep.author_rows[self.library_rows_].sum(axis=0), dtype=np.float32).ravel()
         return np.asarray(rep.author_rows[self.candidate_rows_] @ library_authors).ravel()
+
+    def _depth(self, n: int) -> int:
+        """How many best-matching papers of ``n`` a score averages (``aggregation``)."""
+        return depth_for(self.aggregation, n)
+
+    def _disliked_similarity(self, rep: Representations, lexical_vectors, disliked: np.ndarray,
+                             dense_weights: np.ndarray | None) -> np.ndarray:
+        """Each candidate's best similarity to a disliked candidate (positions ``disliked``),
+        shape (n_candidates,): the lexical cosine and (``dense_weights`` given) the dense one,
+        each standardised over the candidates per disliked paper and fused as for library papers
+        (with the library's median dense weight). A disliked paper's own score is its
+        similarity to itself, which leaves it last."""
+        rows = self.candidate_rows_[disliked]
+        fused = standardize_columns(dense_product(lexical_vectors, take_rows(lexical_vectors, rows),
+                                                  row_indices=self.candidate_rows_), in_place=True)
+        if dense_weights is not None:
+            vectors = rep.vectors["embedding"]
+            fused += float(np.median(dense_weights)) * standardize_columns(
+                dense_product(vectors, take_rows(vectors, rows), row_indices=self.candidate_rows_), in_place=True)
+        return fused.max(axis=1)
 
     def _first_pass(self, block: np.ndarray, feedback_rows: np.ndarray) -> np.ndarray:
         """Standardised (over the candidates) scores of the feedback papers, (n_feedback, n_library)."""
@@ -350,7 +390,8 @@ class HybridModel(TermExplainer, Estimator):
         return SideBySide(parts, [scale, weight * scale], counts), dense_product(first, first.take(self.library_rows_))
 
     _DRIVER_LABELS = {"lexical": "shared words and phrases", "dense": "embeddings: similar meaning",
-                      "profile": "your library as a whole", "authors": "authors of your papers"}
+                      "profile": "your library as a whole", "authors": "authors of your papers",
+                      "disliked": "papers you disliked"}
 
     def drivers(self, candidate_index: int, n: int = 3) -> list[Driver]:
         """The parts of the score that raised this candidate most (in standard deviations)."""

@@ -89,6 +89,7 @@ def report_data(ranking: Ranking, caption: str, to_bibtex: Callable[[Recommendat
         "title": "litrank reading list",
         "caption": caption,
         "model": ranking.model,
+        "judgements": ranking.judgements_note(),
         "version": __version__,
         "derived_mark": DERIVED_MARK,
         "counts": {"library": len(ranking.library), "candidates": len(ranking.candidates),

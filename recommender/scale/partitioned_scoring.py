@@ -24,7 +24,7 @@ import numpy as np
 from scipy import sparse
 
 from recommender.features.index_features import CountedTfidf
-from recommender.models.hybrid import aggregation_depth, profile_share
+from recommender.models.hybrid import depth_for, profile_share
 from recommender.paper import IdentityIndex, Paper
 
 
@@ -323,7 +323,7 @@ def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, sta
     components: dict[str, np.ndarray] = {}
     for profile in range(library.n_profiles):
         columns, n = library.columns_of(profile), int(sizes[profile])
-        k = aggregation_depth(n) if library.aggregation == "auto" else max(1, min(int(library.aggregation), n))
+        k = depth_for(library.aggregation, n)
         block = np.nan_to_num(fused[:, columns], nan=-np.inf)
         if k < n:
             best = np.argpartition(-block, k - 1, axis=1)[:, :k]

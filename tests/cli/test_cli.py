@@ -160,10 +160,13 @@ def test_feedback_round_trip_through_the_cli():
     result = run("rank", "-n", "0", "--format", "jsonl")
     assert "Using 2 judgements of yours (1 liked, 1 disliked)." in result.stderr
     assert "1 disliked paper will not be recommended." in result.stderr
+    assert "; re-ranked with your 2 judgements (1 liked, 1 disliked)." in result.stderr
     ids = [json.loads(line)["id"] for line in result.stdout.splitlines()]
     assert disliked not in ids and liked not in ids and len(ids) == 68
     ignored = run("rank", "-n", "0", "--format", "jsonl", "--no-feedback")
     assert disliked in ignored.stdout and "judgements" not in ignored.stderr
+    report = run("rank", "-n", "5", "--format", "html")
+    assert "re-ranked with your 2 judgements (1 liked, 1 disliked)" in report.stdout
 
 
 def test_model_choice_and_embedder_without_the_extra(monkeypatch):

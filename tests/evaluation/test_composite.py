@@ -138,6 +138,15 @@ def test_the_real_dataset_gives_researcher_shaped_libraries():
     assert table["tfidf"]["ndcg%20"] > table["random"]["ndcg%20"] + 0.2
 
 
+def test_the_default_beats_tfidf_on_the_tuning_folds_composite_libraries():
+    # The lexical default (no embeddings) against the best TF-IDF cosine over the library, all 30
+    # fold1_dev libraries (docs/models-and-quality.md: 0.639 / 0.387 against 0.632 / 0.370).
+    data = csfcube.load(require(CSFCUBE))
+    built = composite.build_libraries(data, "fold1_dev")
+    table = composite.summary(composite.evaluate_composite(data, built, ["tfidf", "hybrid"]), built)["all"]["methods"]
+    assert table["hybrid"]["ndcg%20"] > table["tfidf"]["ndcg%20"] and table["hybrid"]["map"] > table["tfidf"]["map"]
+
+
 def test_the_cli_runs_the_composite_benchmark(tmp_path):
     runner = CliRunner()
     result = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(MINI),

@@ -77,8 +77,9 @@ def test_each_profile_scores_every_paper_as_rank_scores_its_library(profiles_dir
     for name, library in (("alice", connectors.load(EXAMPLE_LIBRARY)), ("bob", connectors.load(DATA / "report-collection.jsonl"))):
         expected = rank_scores(library, collection)
         assert set(scores[name]) == set(expected) and len(expected) == 70
-        # 1e-7: the dense products are float32 on both paths, summed in another order here.
-        assert max(abs(scores[name][paper] - expected[paper]) for paper in expected) < 1e-7
+        # 5e-7: the dense products are float32 on both paths (about 7 significant digits of
+        # scores up to ~10, the dense part weighted 1.0 and more for a title), summed in another order here.
+        assert max(abs(scores[name][paper] - expected[paper]) for paper in expected) < 5e-7
     # carol's own papers are in the collection: not hers to score, as `rank` skips them.
     own = {paper.id for paper in collection[:3]}
     assert len(scores["carol"]) == 67 and not own & set(scores["carol"])
@@ -267,5 +268,6 @@ def test_with_embeddings_profiles_score_as_rank_does_title_only_papers_included(
         ranking = Ranker(model, diversity=0).rank(library, collection, judgements={})
         expected = {paper.id: float(score) for paper, score in zip(ranking.candidates, ranking.scores)}
         assert set(scores[name]) == set(expected)
-        # 1e-7: the dense products are float32 on both paths, summed in another order here.
-        assert max(abs(scores[name][paper] - expected[paper]) for paper in expected) < 1e-7
+        # 5e-7: the dense products are float32 on both paths (about 7 significant digits of
+        # scores up to ~10, the dense part weighted 1.0 and more for a title), summed in another order here.
+        assert max(abs(scores[name][paper] - expected[paper]) for paper in expected) < 5e-7

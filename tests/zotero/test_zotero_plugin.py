@@ -100,6 +100,7 @@ def test_a_liked_pick_teaches_and_a_pick_dragged_out_is_a_dislike():
     code, reply, _ = answer(first_request() | {"picks": picks, "recommended": RECOMMENDED})
     assert code == 0
     assert reply["feedback"] == {"liked": 1, "disliked": 1}
+    assert "re-ranked with your 2 judgements (1 liked, 1 disliked)" in reply["summary"]
     assert dragged["title"] not in [pick["title"] for pick in reply["picks"]]
     assert dragged["key"] not in [change["key"] for change in reply["update"]]
     # The liked pick joined the library for this run (no longer a candidate) and stays put.

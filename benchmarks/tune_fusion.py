@@ -1,0 +1,141 @@
+"""A grid of HybridModel fusion settings on CSFCube's tuning fold, single-query and composite
+libraries together, one embedder at a time.
+
+    python -m benchmarks.tune_fusion --embedder auto   --output benchmarks/results/tune_fusion_minilm.json
+    python -m benchmarks.tune_fusion --embedder static --output benchmarks/results/tune_fusion_static.json
+    python -m benchmarks.tune_fusion --embedder none   --output benchmarks/results/tune_fusion_none.json
+    python -m benchmarks.tune_fusion --fold fold1_test --grid "aggregation=1,profile_weight=0"  # report a choice
+
+Each task (a query paper and its pool, or a composite library and its collection, see
+:mod:`recommender.evaluation.composite`) is indexed once; every setting of the grid is then
+fitted on that index, so the settings differ only in the fusion. TF-IDF and the plain dense
+cosine (best and top-3 mean over the library papers) run on the same tasks as baselines.
+Measures only: choosing from it is done by hand, on ``fold1_dev``, and reported on ``fold1_test``.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from connectors.files import csfcube
+from recommender.evaluation import composite
+from recommender.evaluation.holdout import score_tfidf_max, top_mean_cosine
+from recommender.evaluation.human_judgements import average_precision, ndcg_at_share
+from recommender.features.collection_index import CollectionIndexBuilder
+from recommender.models.embeddings import resolve_embedder
+from recommender.models.hybrid import HybridModel
+from recommender.models.index_fit import fit_on_index
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "csfcube"
+DEFAULT_GRID = "aggregation=log2|1|2;profile_weight=3|1|0;dense_weight=0.5|1|1.5"
+
+
+def parse_grid(text: str) -> list[dict]:
+    """``"a=1|2;b=x"`` -> every combination, as HybridModel keyword settings."""
+    axes = []
+    for part in filter(None, (p.strip() for p in text.replace(",", ";").split(";"))):
+        name, values = part.split("=", 1)
+        axes.append([(name, _value(v)) for v in values.split("|")])
+    return [dict(combo) for combo in itertools.product(*axes)] if axes else [{}]
+
+
+def _value(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def tasks(data, fold: str) -> list[tuple[str, list[str], dict[str, int]]]:
+    """(kind, library ids, grades of the collection) for every single query-facet and composite library."""
+    out = []
+    for query, facet in data.query_facets(fold):
+        grades = data.pool(query, facet)
+        out.append(("single", [query], dict(grades)))
+    for library in composite.build_libraries(data, fold):
+        out.append(("composite", list(library.library), dict(library.grades)))
+    return out
+
+
+def metrics(collection_ids: list[str], scores, grades: dict[str, int]) -> tuple[float, float]:
+    order = sorted(range(len(collection_ids)), key=lambda i: (-float(scores[i]), collection_ids[i]))
+    ranked = [collection_ids[i] for i in order]
+    return ndcg_at_share(ranked, grades), average_precision(ranked, grades)
+
+
+def run(data, fold: str, embedder, grid: list[dict]) -> dict:
+    results: dict[str, dict[str, list[tuple[float, float]]]] = {}
+
+    def record(kind: str, name: str, value: tuple[float, float]) -> None:
+        results.setdefault(name, {}).setdefault(kind, []).append(value)
+
+    builder = CollectionIndexBuilder(use_char=True, embedder=embedder)
+    vectors: dict[str, np.ndarray] = {}
+    for kind, library_ids, grades in tasks(data, fold):
+        collection_ids = sorted(grades)
+        library = [data.papers[i] for i in library_ids]
+        collection = [data.papers[i] for i in collection_ids]
+        record(kind, "tfidf", metrics(collection_ids, score_tfidf_max(library, collection), grades))
+        if embedder is not None:
+            missing = [i for i in dict.fromkeys(library_ids + collection_ids) if i not in vectors]
+            if missing:
+                for paper_id, vector in zip(missing, embedder.embed([data.papers[i].text for i in missing])):
+                    vectors[paper_id] = np.asarray(vector)
+            lib_v = np.stack([vectors[i] for i in library_ids])
+            col_v = np.stack([vectors[i] for i in collection_ids])
+            for k, name in ((1, "dense max"), (3, "dense top3")):
+                record(kind, name, metrics(collection_ids, top_mean_cosine(lib_v, col_v, k), grades))
+        index = builder.build(collection)
+        for settings in grid:
+            model = HybridModel(embedder=embedder, **settings)
+            scores = fit_on_index(model, index, library).scores_
+            record(kind, label(settings), metrics(collection_ids, scores, grades))
+    return {name: {kind: [round(float(np.mean([v[j] for v in values])), 4) for j in (0, 1)]
+                   for kind, values in kinds.items()} for name, kinds in results.items()}
+
+
+def label(settings: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in settings.items()) or "default"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--fold", default="fold1_dev")
+    parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--grid", default=DEFAULT_GRID)
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    embedder = resolve_embedder(args.embedder)
+    grid = parse_grid(args.grid)
+    if embedder is None:  # the dense weight means nothing without an embedder
+        grid = [dict(s) for s in {tuple((k, v) for k, v in s.items() if k != "dense_weight") for s in
+                                  map(lambda s: s, grid)}]
+    started = time.perf_counter()
+    table = run(csfcube.load(args.data), args.fold, embedder, grid)
+    seconds = round(time.perf_counter() - started, 1)
+    name = getattr(embedder, "model_id", "none")
+    print(f"{args.fold}, dense channel {name}: NDCG%20 / MAP (single-query | composite | mean of the two NDCG)\n")
+    rows = sorted(table.items(), key=lambda item: -(item[1]["single"][0] + item[1]["composite"][0]))
+    for method, kinds in rows:
+        single, comp = kinds["single"], kinds["composite"]
+        print(f"{method:55s} {single[0]:.3f} / {single[1]:.3f} | {comp[0]:.3f} / {comp[1]:.3f} | "
+              f"{(single[0] + comp[0]) / 2:.3f}")
+    print(f"\n({len(grid)} settings in {seconds} s)", file=sys.stderr)
+    if args.output:
+        args.output.write_text(json.dumps({"benchmark": "csfcube-fusion-grid", "fold": args.fold, "embedder": name,
+                                           "results": table, "seconds": seconds}, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
