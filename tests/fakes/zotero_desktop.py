@@ -96,10 +96,12 @@ class FakeZoteroDesktop(FakeZoteroAPI):
     def grant(self, remember: bool = True, app_name: str = "litrank") -> str:
         """A new key, as if the user had approved a request earlier ("Always Allow" or "Allow")."""
         key = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
-        self.keys[key] = remember
         self._key_entries.append({"key": key, "appName": app_name, "remember": remember,
                                   "createdAt": datetime.datetime.now(datetime.timezone.utc).isoformat()})
         self._save_keys()
+        # Published last: a test waiting for the key (the dialog answered on another thread)
+        # then finds localAPIKeys.json already written.
+        self.keys[key] = remember
         return key
 
     def revoke_all(self) -> None:
