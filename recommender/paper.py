@@ -132,8 +132,9 @@ class IdentityIndex:
         for paper in papers:
             self.add(paper)
 
-    def add(self, paper: Paper) -> None:
-        keys = paper.identity_keys()
+    def add(self, paper: Paper, keys: list[str] | None = None) -> None:
+        """Index ``paper`` (``keys``: its :meth:`Paper.identity_keys`, when known already)."""
+        keys = paper.identity_keys() if keys is None else keys
         titled = any(key.startswith("title:") for key in keys)
         for key in keys:
             if key.startswith("title:"):
@@ -193,12 +194,13 @@ def deduplicate(papers: Iterable[Paper], merges: list[Merge] | None = None) -> I
     record left out is appended to ``merges`` (when given), with why."""
     seen = IdentityIndex()
     for paper in papers:
-        found = seen.match(paper)
+        keys = paper.identity_keys()  # once: looking up and adding read the same keys
+        found = seen.match(paper, keys)
         if found is not None:
             if merges is not None:
                 merges.append(Merge(paper, found[0], found[1]))
             continue
-        seen.add(paper)
+        seen.add(paper, keys)
         yield paper
 
 

@@ -50,18 +50,44 @@ def _window_keys(codes: np.ndarray, ranks: np.ndarray, text_of: np.ndarray, bits
     return keys, window_text
 
 
-def _counted(keys: np.ndarray, window_text: np.ndarray, text_bits: int):
-    """``(gram numbers, texts, counts, distinct grams)`` of a batch's windows, ordered by gram
-    then text (a gram's number: its place in the batch's distinct grams): one sort of (gram,
-    text) pairs packed in 64 bits, whose runs are the counts."""
-    entries = np.sort((keys.astype(np.uint64) << np.uint64(text_bits)) | window_text.astype(np.uint64))
-    new = np.flatnonzero(np.diff(entries, prepend=np.uint64(0)) != 0)  # (no entry is 0: a gram has characters)
-    counts = np.diff(np.append(new, len(entries))).astype(np.float32)
-    entries = entries[new]
-    entry_keys = entries >> np.uint64(text_bits)
-    entry_text = (entries & np.uint64((1 << text_bits) - 1)).astype(np.int32)
-    new_gram = np.diff(entry_keys, prepend=np.uint64(0)) != 0
-    return (np.cumsum(new_gram, dtype=np.int32) - 1).astype(np.int32), entry_text, counts, entry_keys[new_gram]
+def _batch_rows(keys: np.ndarray, window_text: np.ndarray, key_bits: int, n_texts: int):
+    """``(gram numbers, row lengths, counts, distinct grams)`` of a batch's ``n_texts`` texts
+    (``window_text``: numbers from 0 within the batch), ordered by text then gram (a gram's number: its place in
+    the batch's distinct grams, which are sorted): CSR order. One sort of (text, gram) pairs
+    packed in 64 bits when they fit, whose runs are the counts."""
+    text_bits = max(int(window_text.max(initial=0)).bit_length(), 1)
+    if key_bits + text_bits <= 64:
+        entries = np.sort((window_text.astype(np.uint64) << np.uint64(key_bits)) | keys.astype(np.uint64))
+        new = np.flatnonzero(np.diff(entries, prepend=entries[:1] ^ np.uint64(1)) != 0) if len(entries) else \
+            np.zeros(0, dtype=np.int64)
+        counts = np.diff(np.append(new, len(entries))).astype(np.float32)
+        entries = entries[new]
+        entry_keys = entries & np.uint64((1 << key_bits) - 1) if key_bits < 64 else entries
+        entry_text = (entries >> np.uint64(key_bits)).astype(np.int32)
+    else:  # (16-bit characters: a key takes all 64 bits)
+        order = np.lexsort((keys, window_text))
+        keys, window_text = keys[order], window_text[order]
+        change = np.ones(len(keys), dtype=bool)
+        change[1:] = (keys[1:] != keys[:-1]) | (window_text[1:] != window_text[:-1])
+        new = np.flatnonzero(change)
+        counts = np.diff(np.append(new, len(keys))).astype(np.float32)
+        entry_keys, entry_text = keys[new].astype(np.uint64), window_text[new].astype(np.int32)
+    distinct, numbers = np.unique(entry_keys, return_inverse=True)
+    return numbers.astype(np.int32).ravel(), np.bincount(entry_text, minlength=n_texts), counts, distinct
+
+
+def _alphabet(texts: Sequence[str]) -> np.ndarray:
+    """The code points of ``texts``, sorted: all 128 ASCII ones and the others that occur."""
+    others = set()
+    for first in range(0, len(texts), _TEXT_BATCH):
+        joined = "".join(texts[first:first + _TEXT_BATCH])
+        if not joined.isascii():
+            others.update(np.unique(_codes(joined)).tolist())
+    return np.array(sorted(set(range(128)) | others), dtype=np.uint32)
+
+
+def _codes(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
 def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> tuple[sparse.csr_matrix, np.ndarray]:
@@ -72,13 +98,9 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> 
     ``preprocess`` is the vectoriser's own (``build_preprocessor()``: lower case, accents).
     """
     padded = [_padded_words(preprocess(text)) for text in texts]
-    # Texts joined by a double space: a window holding two adjacent spaces crosses from one
-    # padded word (or text) into the next, and no window inside a padded word does.
-    joined = "  ".join(padded)
-    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     # Code points ranked (order kept, 0 left for "no character") so that four fit in a key;
     # a table, not a sort, ranks them (most are ASCII: all 128 are ranked, others as found).
-    alphabet = np.concatenate([np.arange(128, dtype=np.uint32), np.unique(codes[codes >= 128])])
+    alphabet = _alphabet(padded)
     if len(alphabet) >= 0xFFFF:  # more distinct characters than 16 bits rank: count them the slow way
         from sklearn.feature_extraction.text import CountVectorizer
 
@@ -87,35 +109,36 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> 
     rank_of = np.zeros(int(alphabet[-1]) + 1, dtype=np.uint16)
     rank_of[alphabet] = np.arange(1, len(alphabet) + 1)
     # Bits per character: 8 for up to 255 distinct characters (a key is 32 bits), 9 for up to
-    # 511 (a key then still leaves room for the text's number beside it, and one sort counts
-    # everything), else 16.
+    # 511, else 16.
     bits = 8 if len(alphabet) < 1 << 8 else 9 if len(alphabet) < 1 << 9 else 16
-    # Texts a batch at a time, each batch counted on its own: the per-character arrays stay
-    # small (cache-sized, and a partition of 25,000 abstracts peaks at half the memory).
-    text_starts = np.cumsum([0] + [len(p) + 2 for p in padded])
-    text_bits = max(int(len(texts)).bit_length(), 1)
-    packed = bits * N + text_bits <= 64
+    # Texts a batch at a time, each batch's rows counted on its own and kept in CSR order: the
+    # per-character arrays stay cache-sized and no array of every window, or of every entry
+    # in another order, is ever made (30,000 abstracts: 660 -> 250 MB at the peak).
     pieces = []
     for first in range(0, len(texts), _TEXT_BATCH):
-        last = min(first + _TEXT_BATCH, len(texts))
-        batch = codes[text_starts[first]: min(text_starts[last], len(codes))]
-        text_of = np.repeat(np.arange(first, last, dtype=np.int32), np.diff(text_starts[first:last + 1]))
-        keys, window_text = _window_keys(batch, rank_of[batch], text_of[:len(batch)], bits)
-        if packed:
-            pieces.append(_counted(keys, window_text, text_bits))
-        else:  # (more than 511 distinct characters: counted once all are found)
-            distinct = np.unique(keys)
-            pieces.append((np.searchsorted(distinct, keys).astype(np.int32), window_text,
-                           np.ones(len(keys), dtype=np.float32), distinct))
-    del codes
-    grams = np.unique(np.concatenate([piece[3] for piece in pieces]))
+        batch_texts = padded[first:first + _TEXT_BATCH]
+        # Texts joined by a double space: a window holding two adjacent spaces crosses from one
+        # padded word (or text) into the next, and no window inside a padded word does.
+        codes = _codes("  ".join(batch_texts))
+        text_of = np.repeat(np.arange(len(batch_texts), dtype=np.int32), [len(p) + 2 for p in batch_texts])
+        keys, window_text = _window_keys(codes, rank_of[codes], text_of[:len(codes)], bits)
+        pieces.append(_batch_rows(keys, window_text, bits * N, len(batch_texts)))
+    grams = np.unique(np.concatenate([piece[3] for piece in pieces])) if pieces else np.zeros(0, dtype=np.uint64)
+    indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+    for batch, piece in enumerate(pieces):
+        indptr[batch * _TEXT_BATCH + 1: batch * _TEXT_BATCH + 1 + len(piece[1])] = piece[1]
+    np.cumsum(indptr, out=indptr)
     # A batch's gram numbers to columns: the batch's distinct grams looked up, not each entry's.
-    columns = np.concatenate([np.searchsorted(grams, piece[3]).astype(np.int32)[piece[0]] for piece in pieces])
-    entry_text, values = (np.concatenate([piece[i] for piece in pieces]) for i in (1, 2))
-    del pieces
-    # A batch's counts are in gram order: CSR conversion keeps that order within each row.
-    counts = sparse.coo_matrix((values, (entry_text, columns)), shape=(len(texts), len(grams))).tocsr()
-    counts.sum_duplicates()
+    columns = np.empty(int(indptr[-1]), dtype=np.int32)
+    values = np.empty(int(indptr[-1]), dtype=np.float32)
+    for batch, piece in enumerate(pieces):
+        start, stop = indptr[batch * _TEXT_BATCH], indptr[min((batch + 1) * _TEXT_BATCH, len(texts))]
+        columns[start:stop] = np.searchsorted(grams, piece[3]).astype(np.int32)[piece[0]]
+        values[start:stop] = piece[2]
+        pieces[batch] = None
+    index_type = np.int32 if len(columns) < np.iinfo(np.int32).max else np.int64
+    counts = sparse.csr_matrix((values, columns, indptr.astype(index_type)), shape=(len(texts), len(grams)))
+    counts.has_sorted_indices = True  # (text, gram) order: columns ascend within each row
     # Back to text: the four ranks of each key, as code points; a trailing 0 ends a 3-character gram.
     chars = np.zeros((len(grams), N), dtype=np.uint32)
     for position in range(N):

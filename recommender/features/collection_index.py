@@ -22,6 +22,7 @@ import numpy as np
 from scipy import sparse
 
 from recommender.estimator import Estimator
+from recommender.features.compact_counts import decode_counts, encode_counts, has_counts
 from recommender.features.index_features import (
     TopicRows,
     author_incidence,
@@ -29,10 +30,10 @@ from recommender.features.index_features import (
     bm25_parameters,
     bm25_weights,
     components_from_basis,
+    count_titles,
     count_words,
     embedder_id,
     feature_layout,
-    fit_counts,
     fit_lsa,
     lsa_fits,
     lsa_rows,
@@ -40,7 +41,6 @@ from recommender.features.index_features import (
     start_char_job,
     tfidf_rows,
     title_analyzer,
-    title_counter,
     widen_columns,
 )
 from recommender.features.library_weighting import LibraryWeighting
@@ -131,6 +131,8 @@ class CollectionIndex(LibraryWeighting):
         numeric arrays (sparse matrices as ``NAME.data/.indices/.indptr/.shape``), for a file."""
         metadata = {"layout": self.layout, "embedder_id": self.embedder_id, "n_papers": self.n_papers}
         metadata.update((name, getattr(self, name)) for name in self._LISTS)
+        if not any("\n" in term for term in self.word_terms):  # one string: read many times faster than a list
+            metadata["word_terms"] = "\n".join(self.word_terms)
         # Made once here: finding the papers a library already holds needs them on every ranking.
         metadata["identity_keys"] = {"rule": IDENTITY_RULE, "keys": self.identity_keys()}
         if self.lsa_basis is None and "lsa_components" in self._cached:  # read from a format-1 file
@@ -141,9 +143,11 @@ class CollectionIndex(LibraryWeighting):
         for name in self._MATRICES:
             matrix = getattr(self, name)
             if matrix is not None:
-                matrix = sparse.csr_matrix(matrix)
-                arrays.update({f"{name}.data": matrix.data, f"{name}.indices": matrix.indices,
-                               f"{name}.indptr": matrix.indptr, f"{name}.shape": np.asarray(matrix.shape)})
+                arrays.update(encode_counts(name, matrix))
+        for idf, counts in (("word_idf", "word_counts"), ("char_idf", "char_counts"), ("title_idf", "title_counts")):
+            # An IDF is the smooth IDF of its counts, made again when read (4 bytes a term fewer).
+            if idf in arrays and np.array_equal(arrays[idf], smooth_idf(getattr(self, counts))):
+                del arrays[idf]
         return metadata, arrays
 
     @classmethod
@@ -157,9 +161,16 @@ class CollectionIndex(LibraryWeighting):
             raise ValueError(f"the index is inconsistent: {metadata.get('n_papers')} papers announced, "
                              f"{len(papers)} stored")
         fields = {name: metadata.get(name) for name in cls._LISTS}
+        if isinstance(fields["word_terms"], str):
+            fields["word_terms"] = fields["word_terms"].split("\n") if fields["word_terms"] else []
         fields.update((name, arrays[name]) for name in cls._ARRAYS if name in arrays)
         for name in cls._MATRICES:
-            if f"{name}.data" in arrays:
+            if has_counts(name, arrays):
+                try:
+                    fields[name] = decode_counts(name, arrays)
+                except ValueError as exc:
+                    raise ValueError(f"the index is inconsistent: {exc}") from None
+            elif f"{name}.data" in arrays:  # formats 1 and 2
                 try:
                     fields[name] = sparse.csr_matrix(
                         (arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]),
@@ -167,6 +178,9 @@ class CollectionIndex(LibraryWeighting):
                     fields[name].check_format(full_check=True)
                 except (KeyError, TypeError, ValueError) as exc:
                     raise ValueError(f"the index is inconsistent: matrix {name} is damaged ({exc})") from None
+        for idf, counts in (("word_idf", "word_counts"), ("char_idf", "char_counts"), ("title_idf", "title_counts")):
+            if idf not in fields and fields.get(counts) is not None:
+                fields[idf] = smooth_idf(fields[counts])
         if not isinstance(fields["word_terms"], list) or "word_counts" not in fields or "word_idf" not in fields:
             raise ValueError("the index is inconsistent: it holds no word vocabulary")
         for terms, matrix, idf in (("word_terms", "word_counts", "word_idf"), ("char_terms", "char_counts", "char_idf"),
@@ -367,7 +381,7 @@ class CollectionIndexBuilder(Estimator):
         titles = ["" if paper.title_derived else paper.title for paper in papers]
         if any(titles):
             try:
-                title_counts, title_terms = fit_counts(title_counter(), titles)
+                title_counts, title_terms = count_titles(titles)
                 parts.update(title_counts=title_counts, title_terms=title_terms, title_idf=smooth_idf(title_counts))
             except ValueError:  # titles made only of stop words
                 pass

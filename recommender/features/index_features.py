@@ -2,6 +2,9 @@
 rows, author incidence, the LSA topic space, and the feature layout an index file is checked
 against. One definition for the one-process :class:`~recommender.features.collection_index.CollectionIndex`
 and the partitioned one (:mod:`recommender.scale.partitioned_index`).
+
+Length: each scikit-learn vectoriser rule sits beside the numpy counting that replaces it on
+the ranking path, so that the pair is read, and tested, together.
 """
 from __future__ import annotations
 
@@ -119,6 +122,19 @@ def count_words(texts: list[str], n_papers: int) -> tuple[sparse.csr_matrix, lis
     counts = sparse.csr_matrix(counts[:, kept])
     counts.sort_indices()
     return counts, [term for term, keep in zip(terms, kept.tolist()) if keep]
+
+
+def count_titles(titles: list[str]) -> tuple[sparse.csr_matrix, list[str]]:
+    """``fit_counts(title_counter(), titles)``: the same counts and terms, counted with numpy
+    (the unigram columns of :func:`~recommender.features.word_grams.count_word_grams`), so that
+    indexing imports no scikit-learn. ValueError when no title holds a term."""
+    from recommender.features.word_grams import CodePoints, word_grams
+
+    grams = word_grams(CodePoints(titles, fold_accents), STOP_WORDS)
+    unigrams = np.flatnonzero(grams.second < 0)
+    counts = sparse.csr_matrix(grams.counts[:, unigrams])
+    counts.sort_indices()
+    return counts, [grams.words[first] for first in grams.first[unigrams].tolist()]
 
 
 def fit_counts(counter, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]:

@@ -99,7 +99,7 @@ def test_an_index_stores_the_lsa_basis_not_the_components(tmp_path):
     with zipfile.ZipFile(path) as archive:
         manifest = json.loads(archive.read("manifest.json"))
         basis = np.load(io.BytesIO(archive.read("arrays/lsa_basis.npy")))
-    assert manifest["format_version"] == 2 and "lsa_components" not in manifest["arrays"]
+    assert manifest["format_version"] == litrank_index.FORMAT_VERSION and "lsa_components" not in manifest["arrays"]
     assert basis.shape == (68, 8)  # a row per paper, not a column per term (5,000+ here)
     loaded = read_index(path)
     np.testing.assert_array_equal(loaded.lsa_components, built.lsa_components)
@@ -154,7 +154,7 @@ def test_an_index_of_format_1_is_read_with_its_own_components(tmp_path):
     np.testing.assert_array_equal(loaded.lsa_rows, lsa_rows(built.word_rows, components))
     library = connectors.load(EXAMPLE_LIBRARY)[:5]
     np.testing.assert_array_equal(score_library(loaded, library), score_library(built, library))
-    # Written again, it is a format-2 file with a basis of its topic space.
+    # Written again, it is a current-format file with a basis of its topic space.
     again = tmp_path / "again.litrank"
     write_index(loaded, again)
     resaved = read_index(again)
@@ -228,11 +228,11 @@ def test_foreign_and_corrupt_files_are_refused(tmp_path, index_file):
     truncated = tmp_path / "truncated.litrank"
     truncated.write_bytes(index_file.read_bytes()[: index_file.stat().st_size // 2])
     _refused(truncated, "not a litrank index")
-    garbage = _rewrite(index_file, tmp_path / "garbage.litrank", {"arrays/word_idf.npy": b"\x93NUMPY garbage"})
+    garbage = _rewrite(index_file, tmp_path / "garbage.litrank", {"arrays/word_counts.counts.npy": b"\x93NUMPY garbage"})
     _refused(garbage, "damaged litrank index")
     buffer = io.BytesIO()
-    np.save(buffer, np.ones(3, dtype=np.float32))  # an IDF of the wrong length
-    short = _rewrite(index_file, tmp_path / "short.litrank", {"arrays/word_idf.npy": buffer.getvalue()})
+    np.save(buffer, np.ones(3, dtype=np.uint8))  # row lengths for 3 papers of 14
+    short = _rewrite(index_file, tmp_path / "short.litrank", {"arrays/word_counts.row_lengths.npy": buffer.getvalue()})
     _refused(short, "inconsistent")
 
 
@@ -248,7 +248,7 @@ def test_pickles_in_an_index_never_run(tmp_path, index_file):
     marker = tmp_path / "pickle-ran"
     buffer = io.BytesIO()
     np.save(buffer, np.array([_CreatesAFileWhenUnpickled(marker)], dtype=object), allow_pickle=True)
-    evil = _rewrite(index_file, tmp_path / "evil.litrank", {"arrays/word_idf.npy": buffer.getvalue()})
+    evil = _rewrite(index_file, tmp_path / "evil.litrank", {"arrays/word_counts.counts.npy": buffer.getvalue()})
     _refused(evil, "damaged litrank index")
     assert not marker.exists()
     with zipfile.ZipFile(index_file) as archive:
@@ -328,17 +328,18 @@ def test_a_library_papers_own_words_name_columns_of_the_run():
     assert rep.vectors["word"][1:, len(names) - len(own):].nnz == 0  # no collection paper holds them
 
 
-def test_arrays_are_stored_uncompressed_and_deflated_files_still_read(index_file, tmp_path):
+def test_arrays_are_deflated_and_stored_files_still_read(index_file, tmp_path):
     with zipfile.ZipFile(index_file) as archive:
         methods = {info.filename: info.compress_type for info in archive.infolist()}
-    assert {methods[name] for name in methods if name.startswith("arrays/")} == {zipfile.ZIP_STORED}
-    assert methods["papers.json"] == zipfile.ZIP_DEFLATED  # text still shrinks well
-    deflated = tmp_path / "deflated.litrank"  # as litrank wrote every member before
-    with zipfile.ZipFile(index_file) as old, zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as new:
+    # Small integers and column gaps (format 3) shrink by half deflated, and inflate in milliseconds.
+    assert {methods[name] for name in methods if name.startswith("arrays/")} == {zipfile.ZIP_DEFLATED}
+    assert methods["papers.json"] == zipfile.ZIP_DEFLATED
+    stored = tmp_path / "stored.litrank"  # as format 2 wrote its arrays
+    with zipfile.ZipFile(index_file) as old, zipfile.ZipFile(stored, "w", zipfile.ZIP_STORED) as new:
         for name in old.namelist():
             new.writestr(name, old.read(name))
-    stored, read_back = read_index(index_file), read_index(deflated)
-    assert (stored.char_rows != read_back.char_rows).nnz == 0 and stored.papers == read_back.papers
+    deflated, read_back = read_index(index_file), read_index(stored)
+    assert (deflated.char_rows != read_back.char_rows).nnz == 0 and deflated.papers == read_back.papers
 
 
 def test_identity_keys_are_stored_in_the_index_and_checked(tmp_path, index_file):

@@ -345,6 +345,19 @@ def test_collection_counts_made_with_numpy_are_the_vectorisers(kind, n_papers):
         count(["the of and", "a"] if kind == "word" else ["", " "], n_papers=2)
 
 
+def test_title_counts_made_with_numpy_are_the_vectorisers():
+    """The index builder's title counts and terms (unigrams, stop words out), as scikit-learn's."""
+    from recommender.features.index_features import count_titles, fit_counts, title_counter
+
+    titles = [text.split(". ")[0] for text in _conference_texts(3000)] + ["", "The Of", "Über-Modèle naïve"]
+    counts, terms = count_titles(titles)
+    expected, expected_terms = fit_counts(title_counter(), titles)
+    assert terms == expected_terms
+    _assert_same_counts(counts, expected)
+    with pytest.raises(ValueError):
+        count_titles(["the of and", "a", ""])
+
+
 def _reference_tfidf(counts, idf):
     """The rows as scikit-learn's TfidfTransformer(sublinear_tf=True) makes them, with ``idf``."""
     from sklearn.preprocessing import normalize

@@ -1,0 +1,82 @@
+"""Count matrices as an index file keeps them: small integers and column gaps, not floats and
+column numbers.
+
+A collection index's largest parts are its word and character n-gram counts: float32 values
+(4 bytes) and int32 column numbers (4 bytes) for every entry, 8 KB a paper in all. The values
+are small whole numbers and each row's columns ascend, so a count fits one byte and the gap
+to the row's previous column two (the character vocabulary of 3,000 papers is 50,000 columns,
+but gaps above 65,535 occur only in a word vocabulary of several hundred thousand, where they
+take four). Deflated, that is about a third of the bytes, and decoding is two numpy passes.
+
+:func:`encode_counts` gives the arrays an index file stores for a matrix, :func:`decode_counts`
+the matrix back, equal bit for bit (float32 values, int32 columns, sorted rows), after
+checking that the arrays describe one: a damaged file is refused, not mis-read.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+from scipy import sparse
+
+_PARTS = ("counts", "gaps", "row_lengths", "shape")
+
+
+def _smallest_unsigned(values: np.ndarray, dtypes=(np.uint8, np.uint16, np.uint32)) -> np.dtype | None:
+    largest = int(values.max(initial=0))
+    return next((np.dtype(dtype) for dtype in dtypes if largest <= np.iinfo(dtype).max), None)
+
+
+def encode_counts(name: str, matrix: sparse.csr_matrix) -> dict[str, np.ndarray]:
+    """The arrays ``NAME.counts``, ``NAME.gaps``, ``NAME.row_lengths`` and ``NAME.shape`` that
+    :func:`decode_counts` makes ``matrix`` from again (a CSR matrix of whole, non-negative
+    counts; other values are kept as float32)."""
+    matrix = sparse.csr_matrix(matrix)
+    if not matrix.has_sorted_indices:
+        matrix = matrix.sorted_indices()
+    data = np.asarray(matrix.data)
+    whole = len(data) == 0 or (bool((data >= 0).all()) and bool((data == np.round(data)).all()))
+    count_dtype = _smallest_unsigned(data, (np.uint8, np.uint16)) if whole else None
+    counts = data.astype(count_dtype) if count_dtype is not None else data.astype(np.float32)
+    indices = matrix.indices.astype(np.int64)
+    gaps = np.diff(indices, prepend=np.int64(0))
+    lengths = np.diff(matrix.indptr)
+    starts = matrix.indptr[:-1][lengths > 0]
+    gaps[starts] = indices[starts]  # a row's first gap is its first column
+    return {f"{name}.counts": counts, f"{name}.gaps": gaps.astype(_smallest_unsigned(gaps)),
+            f"{name}.row_lengths": lengths.astype(_smallest_unsigned(lengths)),
+            f"{name}.shape": np.asarray(matrix.shape, dtype=np.int64)}
+
+
+def has_counts(name: str, arrays: Mapping[str, np.ndarray]) -> bool:
+    """Whether ``arrays`` hold matrix ``name`` in this encoding."""
+    return f"{name}.gaps" in arrays
+
+
+def decode_counts(name: str, arrays: Mapping[str, np.ndarray]) -> sparse.csr_matrix:
+    """Matrix ``name`` of ``arrays`` (float32 values, int32 sorted columns). ValueError when the
+    arrays do not describe a matrix."""
+    try:
+        counts, gaps, lengths, shape = (np.asarray(arrays[f"{name}.{part}"]) for part in _PARTS)
+    except KeyError as exc:
+        raise ValueError(f"matrix {name} lacks its {exc.args[0]}") from None
+    if not (counts.ndim == gaps.ndim == lengths.ndim == 1 and shape.shape == (2,)
+            and gaps.dtype.kind == lengths.dtype.kind == "u" and counts.dtype.kind in "uf"):
+        raise ValueError(f"matrix {name} is damaged (arrays of the wrong kind)")
+    n_rows, n_columns = (int(v) for v in shape)
+    if len(lengths) != n_rows or len(counts) != len(gaps) or int(lengths.sum(dtype=np.int64)) != len(gaps):
+        raise ValueError(f"matrix {name} is damaged (its sizes disagree)")
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    running = np.cumsum(gaps, dtype=np.int64)
+    # Column = running sum of the gaps since the row's start: the running sum less its value
+    # just before the row.
+    before_row = np.concatenate([[0], running])[indptr[:-1]]
+    indices = running - np.repeat(before_row, lengths.astype(np.int64))
+    first = np.zeros(len(gaps), dtype=bool)
+    first[indptr[:-1][lengths > 0]] = True
+    if len(indices) and (int(indices.max()) >= n_columns or bool((gaps[~first] == 0).any())):
+        raise ValueError(f"matrix {name} is damaged (columns out of range or out of order)")
+    index_dtype = np.int32 if max(len(gaps), n_columns) < np.iinfo(np.int32).max else np.int64
+    return sparse.csr_matrix((counts.astype(np.float32), indices.astype(index_dtype), indptr.astype(index_dtype)),
+                             shape=(n_rows, n_columns))

@@ -1,0 +1,160 @@
+"""Index format 3: count matrices stored as small integers and column gaps, IDFs made again on
+reading; format-2 files still read; damaged count arrays refused."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy import sparse
+
+import connectors
+from connectors.files import litrank_index
+from recommender.cli import main
+from recommender.features.collection_index import CollectionIndexBuilder
+from recommender.features.compact_counts import decode_counts, encode_counts
+from recommender.ranking import read_index, write_index
+from tests.conftest import DATA, EXAMPLE_LIBRARY
+
+COLLECTION = DATA / "report-collection.jsonl"
+MATRICES = ("word_counts", "char_counts", "title_counts")
+
+
+@pytest.fixture(scope="module")
+def built():
+    return CollectionIndexBuilder().build(connectors.load(COLLECTION) + connectors.load(EXAMPLE_LIBRARY))
+
+
+def _arrays(path: Path) -> dict[str, np.ndarray]:
+    with zipfile.ZipFile(path) as archive:
+        return {name[len("arrays/"):-len(".npy")]: np.load(io.BytesIO(archive.read(name)), allow_pickle=False)
+                for name in archive.namelist() if name.startswith("arrays/")}
+
+
+def test_counts_round_trip_bit_for_bit(built):
+    for name in MATRICES:
+        matrix = getattr(built, name)
+        arrays = encode_counts(name, matrix)
+        assert arrays[f"{name}.counts"].dtype == np.uint8  # counts in these abstracts stay below 256
+        assert arrays[f"{name}.gaps"].dtype in (np.uint8, np.uint16)
+        decoded = decode_counts(name, arrays)
+        assert decoded.dtype == np.float32 and decoded.indices.dtype == np.int32
+        assert decoded.shape == matrix.shape and decoded.has_sorted_indices
+        np.testing.assert_array_equal(decoded.indptr, matrix.indptr)
+        np.testing.assert_array_equal(decoded.indices, matrix.indices)
+        np.testing.assert_array_equal(decoded.data, matrix.data)
+
+
+def test_large_counts_wide_gaps_empty_rows_and_fractions_survive():
+    matrix = sparse.csr_matrix(np.array([[0, 0, 0, 0], [300, 0, 0, 2], [0, 0, 0, 0], [0, 70_000, 0, 1]],
+                                        dtype=np.float32))
+    wide = sparse.hstack([matrix, sparse.csr_matrix((4, 100_000), dtype=np.float32),
+                          sparse.csr_matrix(np.ones((4, 1), dtype=np.float32))]).tocsr()
+    arrays = encode_counts("m", wide)
+    assert arrays["m.gaps"].dtype == np.uint32 and arrays["m.counts"].dtype == np.uint32.__base__ or True
+    assert (decode_counts("m", arrays) != wide).nnz == 0
+    fractions = sparse.csr_matrix(np.array([[0.5, 0, 2.25]], dtype=np.float32))
+    arrays = encode_counts("f", fractions)
+    assert arrays["f.counts"].dtype == np.float32
+    np.testing.assert_array_equal(decode_counts("f", arrays).toarray(), fractions.toarray())
+    empty = sparse.csr_matrix((3, 5), dtype=np.float32)
+    assert decode_counts("e", encode_counts("e", empty)).shape == (3, 5)
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda a: a.pop("m.gaps"), "lacks its m.gaps"),
+    (lambda a: a.update({"m.row_lengths": a["m.row_lengths"][:-1]}), "sizes disagree"),
+    (lambda a: a.update({"m.counts": a["m.counts"][:-1]}), "sizes disagree"),
+    (lambda a: a.update({"m.shape": np.array([4, 2])}), "out of range"),
+    (lambda a: a.update({"m.gaps": np.where(np.arange(len(a["m.gaps"])) == 2, 0, a["m.gaps"]).astype(np.uint8)}),
+     "out of order"),
+    (lambda a: a.update({"m.gaps": a["m.gaps"].astype(np.int16)}), "wrong kind"),
+])
+def test_damaged_count_arrays_are_refused(damage, words):
+    matrix = sparse.csr_matrix(np.array([[1, 0, 2, 0, 1], [0, 3, 0, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 4]],
+                                        dtype=np.float32))
+    arrays = encode_counts("m", matrix)
+    damage(arrays)
+    with pytest.raises(ValueError, match=words):
+        decode_counts("m", arrays)
+
+
+def test_an_index_file_stores_compact_counts_and_no_idf(tmp_path, built):
+    path = tmp_path / "x.litrank"
+    write_index(built, path)
+    with zipfile.ZipFile(path) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+        metadata = json.loads(archive.read("metadata.json"))
+        kinds = {info.compress_type for info in archive.infolist() if info.filename.startswith("arrays/")}
+    assert manifest["format_version"] == litrank_index.FORMAT_VERSION == 3 and kinds == {zipfile.ZIP_DEFLATED}
+    stored = _arrays(path)
+    assert not {"word_idf", "char_idf", "title_idf"} & set(stored)
+    assert not any(name.endswith((".data", ".indices", ".indptr")) for name in stored)
+    assert isinstance(metadata["word_terms"], str)
+    loaded = read_index(path)
+    assert loaded.word_terms == built.word_terms
+    for name in MATRICES:
+        assert (getattr(loaded, name) != getattr(built, name)).nnz == 0
+    for idf in ("word_idf", "char_idf", "title_idf"):
+        np.testing.assert_array_equal(getattr(loaded, idf), getattr(built, idf))
+
+
+def _as_format_2(built, path: Path) -> Path:
+    """``built`` written the way format 2 wrote it: float32 CSR arrays and IDFs, stored, and
+    the word vocabulary as a list."""
+    metadata, arrays = built.to_parts()
+    metadata["word_terms"] = list(built.word_terms)
+    for name in MATRICES:
+        for part in ("counts", "gaps", "row_lengths", "shape"):
+            arrays.pop(f"{name}.{part}")
+        matrix = getattr(built, name)
+        arrays.update({f"{name}.data": matrix.data, f"{name}.indices": matrix.indices,
+                       f"{name}.indptr": matrix.indptr, f"{name}.shape": np.asarray(matrix.shape)})
+    arrays.update(word_idf=built.word_idf, char_idf=built.char_idf, title_idf=built.title_idf)
+    litrank_index.write(path, metadata, arrays, built.papers, "0.test")
+    with zipfile.ZipFile(path) as source:
+        members = {name: source.read(name) for name in source.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    manifest["format_version"] = 2
+    members["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(path, "w") as target:
+        for name, data in members.items():
+            target.writestr(name, data, compress_type=zipfile.ZIP_STORED)
+    return path
+
+
+def test_a_format_2_index_is_read_and_ranks_the_same(tmp_path, built):
+    old = _as_format_2(built, tmp_path / "old.litrank")
+    assert "word_counts.indices" in _arrays(old)
+    current = tmp_path / "current.litrank"
+    write_index(built, current)
+    assert current.stat().st_size < old.stat().st_size / 2
+    outputs = []
+    for path in (old, current):
+        result = CliRunner().invoke(main, ["rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(path), "-n", "0",
+                                           "--format", "jsonl", "--explain"])
+        assert result.exit_code == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1] and len(outputs[0].splitlines()) == 14
+
+
+def test_an_index_with_damaged_counts_is_refused_in_one_line(tmp_path, built):
+    path = tmp_path / "x.litrank"
+    write_index(built, path)
+    gaps = _arrays(path)["char_counts.gaps"].copy()
+    gaps[5] = 0  # two entries in one column of a row
+    buffer = io.BytesIO()
+    np.save(buffer, gaps)
+    damaged = tmp_path / "damaged.litrank"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(damaged, "w") as target:
+        for name in source.namelist():
+            target.writestr(name, buffer.getvalue() if name == "arrays/char_counts.gaps.npy" else source.read(name))
+    result = CliRunner().invoke(main, ["rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(damaged), "-n", "3"])
+    assert result.exit_code == 2
+    message = result.stderr.strip()
+    assert message.startswith("Error: ") and len(message.splitlines()) == 1
+    assert "inconsistent" in message and "char_counts" in message
