@@ -1,34 +1,42 @@
-"""One user's ranking against the rules of the tools they would otherwise use, on the same inputs.
+"""One user's ranking against the simplest peer, arxiv-sanity-lite's rule, whole processes.
 
-    python -m benchmarks.bench_one_user                 # 500-paper library x 3,000-paper collection
-    python -m benchmarks.bench_one_user --collection 50000 --repeats 1 --no-embeddings
+    python -m benchmarks.bench_one_user                          # the four comparisons below
+    python -m benchmarks.bench_one_user --before ../litrank-old  # and an earlier checkout beside them
+    python -m benchmarks.bench_one_user --write-docs             # the table into docs/benchmarks.md
+    python -m benchmarks.bench_one_user --in-process             # in-process, with zotero-arxiv-daily's rule
 
-Side by side, each timed in this process after one warm-up run (median of ``--repeats``):
+**The rule** (arxiv-sanity-lite's): TF-IDF of title + abstract with word 1–2-grams and 20,000
+features, fitted on library + collection, then ``LinearSVC(C=0.01, class_weight="balanced")``
+with the library as positives, scoring the collection; a ``python -c`` script of its own that
+imports only json, numpy and scikit-learn and reads the same JSONL files.
 
-* **arxiv-sanity-lite's rule**: TF-IDF of title + abstract + authors (its ``compute.py``
-  settings: word 1–2-grams, 10,000 features, min_df 5, max_df 0.5, sublinear tf) fitted on
-  library + collection, then a linear SVM per user (``LinearSVC(class_weight="balanced",
-  C=0.01, tol=1e-6)``, library = positives) scoring the collection by its decision function;
-* **zotero-arxiv-daily's rule**: sentence-embedding cosine of each candidate to every library
-  paper, weighted by ``1 / (1 + log10(rank + 1))`` of the library paper's recency (newest
-  first), summed; with the all-MiniLM-L6-v2 embeddings from litrank's cache (warm: embedding
-  cost is ``benchmarks.bench_embeddings``'s subject);
-* **litrank**'s default hybrid model, without and (when the extra is installed) with the same
-  cached embeddings: from scratch (the collection's representations fitted in the run, as
-  ``litrank rank -c papers.jsonl`` does) and against a prebuilt collection index (``litrank
-  index``; only the library is transformed and scored);
+**The inputs**: the library is the first 500 papers with an abstract of the shared conference
+lists (files in name order), the collections the last 3,000 and the last 30,000 papers.
 
-and the whole ``litrank rank`` process (import time included) for the same inputs, against
-the JSONL collection and against its ``.litrank`` index. Prints seconds, ratios to the
-arxiv-sanity-lite rule, peak RSS, and whether each of the issue's targets is met.
+**The comparisons**, each command a whole process, run alternately with the rule (``--repeats``
+times at 3,000 papers, ``--big-repeats`` at 30,000) and reported as medians:
+
+1. ``litrank rank`` of the 3,000 papers from their JSONL (cold: the collection indexed in the run);
+2. the same against a prebuilt ``.litrank`` index of them (``litrank index --embedder none``);
+3. 30,000 papers from their JSONL, time and peak memory;
+4. the index on disk (KB a paper) and reading it (``read_index``) against reading the JSONL
+   (``connectors.load``), in one process, median of 5.
+
+Every ``litrank rank`` runs ``-n 20 --format jsonl --no-feedback --embedder none`` (embedding
+is ``benchmarks.bench_embeddings``'s subject). Peak memory is each process's maximum resident
+set (``os.wait4``'s ``ru_maxrss``, as ``/usr/bin/time`` reports it): this process stays small
+(the inputs are written by a child) so that a child's figure is its own. ``--before DIR`` also
+runs the litrank of another checkout (``PYTHONPATH=DIR``) and checks that both print the same
+picks. Results go to ``benchmarks/results/one_user.json``.
+
+Length: the whole-process comparisons and the older in-process one (``--in-process``) share
+their inputs and rules; the benchmarks folder holds its 15 modules already.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import itertools
-import random
-import resource
+import json
+import os
 import statistics
 import subprocess
 import sys
@@ -36,18 +44,230 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFERENCES = ROOT.parent / "shared" / "data" / "conferences"
+RESULTS = ROOT / "benchmarks" / "results" / "one_user.json"
+DOCS = ROOT / "docs" / "benchmarks.md"
+DOCS_START, DOCS_END = "<!-- bench_one_user: start -->", "<!-- bench_one_user: end -->"
+N_LIBRARY, N_SMALL, N_BIG = 500, 3000, 30000
+GOALS = {"cold": 0.5, "index": 0.35, "big": 0.5, "big_memory": 1.0, "index_seconds": 0.6, "kb_per_paper": 3.0,
+         "load_ratio": 1.0}
+
+RULE = """
+import json, sys
 import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.svm import LinearSVC
 
+def read(path):
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+library, collection = read(sys.argv[1]), read(sys.argv[2])
+texts = [paper.get("title", "") + " " + paper.get("abstract", "") for paper in library + collection]
+features = TfidfVectorizer(ngram_range=(1, 2), max_features=20000).fit_transform(texts)
+labels = np.zeros(features.shape[0])
+labels[: len(library)] = 1
+scores = LinearSVC(class_weight="balanced", C=0.01).fit(features, labels).decision_function(features[len(library):])
+for i in np.argsort(-scores)[:20]:
+    print(json.dumps({"id": collection[i]["id"], "score": float(scores[i])}))
+"""
+
+PREPARE = """
+import sys
+from pathlib import Path
 import connectors
-from benchmarks.author_continuity import DEFAULT_CONFERENCES
-from benchmarks.bench_rank_speed import COLLECTION_FILES, LIBRARY_FILES
+conferences, directory = Path(sys.argv[1]), Path(sys.argv[2])
+papers = [paper for path in sorted(conferences.glob("*.jsonl.gz")) for paper in connectors.load(path)]
+library = [paper for paper in papers if paper.abstract.strip()][:{n_library}]
+connectors.dump(library, directory / "library.jsonl")
+for name, n in (("small", {n_small}), ("big", {n_big})):
+    connectors.dump(papers[-n:], directory / f"{{name}}.jsonl")
+"""
 
-TARGET_IN_PROCESS = 1.0  # seconds, 3,000 x 500, after warm-up
-TARGET_CLI = 2.5  # seconds, the whole `litrank rank` process
-TARGET_BIG = 10.0  # seconds, 50,000 x 500
+LOAD_TIMES = """
+import statistics, sys, time
+import connectors
+from recommender.ranking import read_index
+def median(load, path):
+    load(path)
+    runs = []
+    for _ in range(5):
+        started = time.perf_counter()
+        load(path)
+        runs.append(time.perf_counter() - started)
+    return statistics.median(runs)
+print(median(connectors.load, sys.argv[1]), median(read_index, sys.argv[2]))
+"""
 
 
-def arxiv_sanity_rule(library, collection) -> np.ndarray:
+def run(command: list[str], env: dict | None = None, cwd: Path | None = None) -> dict:
+    """One whole process: wall seconds, peak resident MB (ru_maxrss) and what it printed."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=cwd)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            raise RuntimeError(f"{' '.join(command[:4])} ... failed: {err.read().decode(errors='replace')[-500:]}")
+        return {"seconds": seconds, "peak_mb": usage.ru_maxrss / 1024, "stdout": out.read().decode()}
+
+
+def litrank_command(checkout: Path | None) -> tuple[list[str], dict]:
+    """The ``litrank`` of this checkout, or of another (its sources first on the path; the
+    commands run in the inputs' folder, so the working directory adds none)."""
+    env = dict(os.environ, PYTHONPATH=str(Path(checkout or ROOT).resolve()))
+    return [sys.executable, "-c", "from recommender.cli import run; run()"], env
+
+
+def picks(stdout: str) -> list[str]:
+    return [json.loads(line)["id"] for line in stdout.splitlines() if line.strip()]
+
+
+def summary(runs: list[dict]) -> dict:
+    return {"seconds": statistics.median(r["seconds"] for r in runs),
+            "peak_mb": statistics.median(r["peak_mb"] for r in runs),
+            "runs": [round(r["seconds"], 3) for r in runs]}
+
+
+def compare(args, directory: Path) -> dict:
+    """The four comparisons; returns every figure (see the module docstring)."""
+    library = directory / "library.jsonl"
+    builds = {"litrank": None} | ({"before": args.before} if args.before else {})
+    results: dict = {"inputs": {"library": N_LIBRARY, "small": N_SMALL, "big": N_BIG}, "machine_cores": os.cpu_count()}
+    indexes = {}
+    for build, checkout in builds.items():
+        command, env = litrank_command(checkout)
+        for size in ("small", "big"):
+            path = directory / f"{build}-{size}.litrank"
+            made = run(command + ["-q", "index", str(directory / f"{size}.jsonl"), "-o", str(path), "--embedder",
+                                  "none"], env, directory)
+            indexes[build, size] = path
+            n = N_SMALL if size == "small" else N_BIG
+            results[f"{build}_index_{size}"] = {"seconds": made["seconds"], "peak_mb": made["peak_mb"],
+                                                 "bytes": path.stat().st_size,
+                                                 "kb_per_paper": path.stat().st_size / 1024 / n}
+        loads = run([sys.executable, "-c", LOAD_TIMES, str(directory / "small.jsonl"), str(indexes[build, "small"])],
+                    env, directory)
+        jsonl_seconds, index_seconds = map(float, loads["stdout"].split())
+        results[f"{build}_load"] = {"jsonl_seconds": jsonl_seconds, "index_seconds": index_seconds}
+    rank_options = ["-q", "rank", "-l", str(library), "-n", "20", "--format", "jsonl", "--no-feedback", "--embedder",
+                    "none", "-c"]
+    jobs = {"cold": ("small", "jsonl"), "index": ("small", "litrank"), "big": ("big", "jsonl")}
+    runs: dict = {}
+    for job, (size, kind) in jobs.items():
+        repeats = args.big_repeats if size == "big" else args.repeats
+        for repeat in range(repeats):
+            order = [("rule", None)] + list(builds.items())
+            for name, checkout in order[repeat % 2:] + order[:repeat % 2]:  # who goes first alternates
+                if name == "rule":
+                    if kind == "litrank":  # the rule has no index: its JSONL runs are its time here too
+                        continue
+                    command, env = [sys.executable, "-c", RULE, str(library), str(directory / f"{size}.jsonl")], None
+                else:
+                    command, env = litrank_command(checkout)
+                    source = indexes[name, size] if kind == "litrank" else directory / f"{size}.jsonl"
+                    command = command + rank_options + [str(source)]
+                result = run(command, env, directory)
+                runs.setdefault((job, name), []).append(result)
+                print(f"  {job:5s} {name:7s} {result['seconds']:6.2f} s {result['peak_mb']:7.0f} MB", file=sys.stderr)
+    for (job, name), measured in runs.items():
+        results[f"{job}_{name}"] = summary(measured)
+    results["index_rule"] = results["cold_rule"]
+    for job in jobs:
+        for build in builds:
+            row = results[f"{job}_{build}"]
+            row["ratio"] = row["seconds"] / results[f"{job}_rule"]["seconds"]
+    if args.before:
+        results["same_picks"] = {job: picks(runs[job, "litrank"][0]["stdout"])
+                                 == picks(runs[job, "before"][0]["stdout"]) for job in jobs}
+    return results
+
+
+def table(results: dict) -> str:
+    """The Markdown table of ``results`` (medians; ratios are litrank's time over the rule's)."""
+    builds = ["litrank"] + (["before"] if "before_load" in results else [])
+    heads = {"litrank": "litrank", "before": "before (`--before`)"}
+
+    def cell(build: str, job: str) -> str:
+        row = results[f"{job}_{build}"]
+        return f"{row['seconds']:.2f} s, {row['peak_mb']:,.0f} MB ({row['ratio']:.2f}×)"
+
+    goal = {"cold": f"≤ {GOALS['cold']}×", "index": f"≤ {GOALS['index']}× and < {GOALS['index_seconds']} s",
+            "big": f"≤ {GOALS['big']}×, memory ≤ the rule's"}
+    names = {"cold": "3,000 × 500, from JSONL (cold)", "index": "3,000 × 500, against a `.litrank` index",
+             "big": "30,000 × 500, from JSONL"}
+    lines = ["| job | " + " | ".join(heads[b] for b in builds) + " | the rule | goal | met |",
+             "| --- |" + " --- |" * (len(builds) + 3)]
+    for job in ("cold", "index", "big"):
+        rule = results[f"{job}_rule"]
+        new = results[f"{job}_litrank"]
+        met = new["ratio"] <= GOALS[job] and (job != "index" or new["seconds"] < GOALS["index_seconds"]) and \
+            (job != "big" or new["peak_mb"] <= rule["peak_mb"])
+        rule_cell = f"{rule['seconds']:.2f} s, {rule['peak_mb']:,.0f} MB"
+        lines.append(f"| {names[job]} | " + " | ".join(cell(b, job) for b in builds)
+                     + f" | {rule_cell} | {goal[job]} | {'yes' if met else 'no'} |")
+    for size, n in (("small", N_SMALL), ("big", N_BIG)):
+        sizes = " | ".join(f"{results[f'{b}_index_{size}']['bytes'] / 1e6:.1f} MB "
+                           f"({results[f'{b}_index_{size}']['kb_per_paper']:.1f} KB a paper)" for b in builds)
+        kb = results[f"litrank_index_{size}"]["kb_per_paper"]
+        lines.append(f"| index of {n:,} papers on disk | {sizes} | | ≤ {GOALS['kb_per_paper']:.0f} KB a paper | "
+                     f"{'yes' if kb <= GOALS['kb_per_paper'] else 'no'} |")
+    loads = " | ".join(f"{results[f'{b}_load']['index_seconds']:.3f} s vs {results[f'{b}_load']['jsonl_seconds']:.3f} s"
+                       for b in builds)
+    load = results["litrank_load"]
+    lines.append(f"| reading the 3,000-paper index vs its JSONL | {loads} | | no slower than the JSONL | "
+                 f"{'yes' if load['index_seconds'] <= load['jsonl_seconds'] * GOALS['load_ratio'] else 'no'} |")
+    return "\n".join(lines)
+
+
+def write_docs(text: str, docs: Path = DOCS) -> None:
+    page = docs.read_text(encoding="utf-8")
+    if DOCS_START not in page or DOCS_END not in page:
+        raise SystemExit(f"{docs} has no {DOCS_START} ... {DOCS_END} block to replace")
+    before, rest = page.split(DOCS_START, 1)
+    docs.write_text(before + DOCS_START + "\n" + text + "\n" + DOCS_END + rest.split(DOCS_END, 1)[1], encoding="utf-8")
+
+
+def whole_processes(args) -> int:
+    if not args.conferences.is_dir():
+        print("needs ../shared/data/conferences", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        prepare = PREPARE.format(n_library=N_LIBRARY, n_small=N_SMALL, n_big=N_BIG)
+        run([sys.executable, "-c", prepare, str(args.conferences), str(directory)], litrank_command(None)[1], directory)
+        results = compare(args, directory)
+    results["table"] = table(results)
+    if args.before:
+        commit = subprocess.run(["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True)
+        results["before_commit"] = commit.stdout.strip() if commit.returncode == 0 else None
+    repeats = f" --repeats {args.repeats}" if args.repeats != 5 else ""
+    before = " --before CHECKOUT" if args.before else ""  # (the path is this machine's; the commit is said)
+    results["command"] = f"python -m benchmarks.bench_one_user{repeats}{before}"
+    print(results["table"])
+    if args.before:
+        print(f"the same 20 picks as --before: {results['same_picks']}")
+    RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if args.write_docs:
+        cores = f"{results['machine_cores']}-core machine"
+        before = f"; *before* is commit {results['before_commit']}" if results.get("before_commit") else ""
+        write_docs(f"`{results['command']}`, {cores}, medians of {args.repeats} runs ({args.big_repeats} at "
+                   f"30,000); ratios are litrank's time over the rule's in the same run{before}:\n\n"
+                   f"{results['table']}")
+    return 0
+
+
+# The in-process comparison (--in-process): imports made where used, so that the process that
+# runs the whole-process comparisons stays small (its children's peak memory is their own).
+def arxiv_sanity_rule(library, collection):
+    import itertools
+
+    import numpy as np
     from sklearn import svm
     from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -66,7 +286,9 @@ def arxiv_sanity_rule(library, collection) -> np.ndarray:
     return classifier.decision_function(X[len(library):])
 
 
-def zotero_arxiv_daily_rule(library_vectors: np.ndarray, collection_vectors: np.ndarray) -> np.ndarray:
+def zotero_arxiv_daily_rule(library_vectors, collection_vectors):
+    import numpy as np
+
     decay = 1 / (1 + np.log10(np.arange(len(library_vectors)) + 1))
     decay = decay / decay.sum()
     return (collection_vectors @ library_vectors.T * decay).sum(axis=1) * 10
@@ -96,6 +318,13 @@ def timed(function, repeats: int) -> tuple[float, list[float]]:
 
 
 def sample(conferences: Path, n_library: int, n_collection: int):
+    import dataclasses
+    import itertools
+    import random
+
+    import connectors
+    from benchmarks.bench_rank_speed import COLLECTION_FILES, LIBRARY_FILES
+
     rng = random.Random(0)
     library = rng.sample([p for name in LIBRARY_FILES for p in connectors.load(conferences / name)], n_library)
     pool = [p for name in COLLECTION_FILES for p in connectors.load(conferences / name)]
@@ -113,20 +342,15 @@ def sample(conferences: Path, n_library: int, n_collection: int):
     return library, collection
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--library", type=int, default=500)
-    parser.add_argument("--collection", type=int, default=3000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--conferences", type=Path, default=DEFAULT_CONFERENCES)
-    parser.add_argument("--no-embeddings", action="store_true",
-                        help="Leave out the embedding rows (embedding a large collection the first time takes long).")
-    args = parser.parse_args(argv)
+def in_process(args) -> int:
+    """The in-process comparison: each rule and litrank timed in this process after a warm-up."""
+    import itertools
+    import resource
+
     if not args.conferences.is_dir():
         print("needs ../shared/data/conferences", file=sys.stderr)
         return 2
     library, collection = sample(args.conferences, args.library, args.collection)
-    shape = f"{args.library:,} x {args.collection:,}"
     rows: dict[str, float] = {}
     print(f"one user, {args.library:,}-paper library x {args.collection:,}-paper collection, in-process after "
           f"warm-up (median of {args.repeats}):")
@@ -147,8 +371,8 @@ def main(argv=None) -> int:
         texts = [p.text for p in itertools.chain(library, collection)]
         embedder.embed(texts)  # fill the cache once; every timed run below reads it
         rows["zotero-arxiv-daily rule"], _ = timed(
-            lambda: zotero_arxiv_daily_rule(embedder.embed(texts[: len(library)]), embedder.embed(texts[len(library):])),
-            args.repeats)
+            lambda: zotero_arxiv_daily_rule(embedder.embed(texts[: len(library)]),
+                                            embedder.embed(texts[len(library):])), args.repeats)
         print(f"  {'zotero-arxiv-daily rule (cached)':32s} {rows['zotero-arxiv-daily rule']:7.2f} s")
     started = time.perf_counter()
     index = litrank_index(collection)
@@ -169,38 +393,22 @@ def main(argv=None) -> int:
     for name, seconds in rows.items():
         if name != "arxiv-sanity-lite rule":
             print(f"  {name} / arxiv-sanity-lite rule: {seconds / base:.2f}")
-    target = TARGET_IN_PROCESS if args.collection <= 3000 else TARGET_BIG
-    for name in ("litrank hybrid, with index", "litrank hybrid, from scratch"):
-        verdict = "met" if rows[name] < target else "NOT met"
-        print(f"  target for {name} at {shape}: < {target:.1f} s in-process: {verdict}")
-
-    litrank = Path(sys.executable).with_name("litrank")
-    if litrank.exists():
-        with tempfile.TemporaryDirectory() as tmp:
-            library_path, collection_path = Path(tmp) / "library.bib", Path(tmp) / "collection.jsonl"
-            index_path = Path(tmp) / "collection.litrank"
-            connectors.dump(library, library_path)
-            connectors.dump(collection, collection_path)
-            subprocess.run([str(litrank), "-q", "index", str(collection_path), "-o", str(index_path), "--embedder",
-                            "none"], check=True, capture_output=True)
-            for label, source in (("with index", index_path), ("from the JSONL", collection_path)):
-                command = [str(litrank), "-q", "rank", "-l", str(library_path), "-c", str(source), "-n", "20",
-                           "--format", "jsonl", "--no-feedback", "--embedder", "none"]
-                runs = []
-                for _ in range(args.repeats):
-                    started = time.perf_counter()
-                    subprocess.run(command, check=True, capture_output=True)
-                    runs.append(time.perf_counter() - started)
-                cli = statistics.median(runs)
-                verdict = "met" if cli < TARGET_CLI else "NOT met"
-                print(f"  litrank rank {label}, whole process: {cli:.2f} s (runs {', '.join(f'{r:.2f}' for r in runs)});"
-                      f" target < {TARGET_CLI} s: {verdict}")
-            importtime = subprocess.run([sys.executable, "-X", "importtime", "-c", "import recommender.cli"],
-                                        capture_output=True, text=True).stderr.splitlines()
-            total = max((int(line.split("|")[1]) for line in importtime if line.startswith("import time:")
-                         and line.split("|")[1].strip().isdigit()), default=0)
-            print(f"  import of the CLI (-X importtime, largest cumulative): {total / 1e6:.2f} s")
     return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="Runs of each 3,000-paper job (default 5).")
+    parser.add_argument("--big-repeats", type=int, default=3, help="Runs of each 30,000-paper job (default 3).")
+    parser.add_argument("--before", type=Path, help="Another litrank checkout to run beside this one.")
+    parser.add_argument("--write-docs", action="store_true", help=f"Replace the table in {DOCS.relative_to(ROOT)}.")
+    parser.add_argument("--conferences", type=Path, default=DEFAULT_CONFERENCES)
+    parser.add_argument("--in-process", action="store_true", help="The older in-process comparison instead.")
+    parser.add_argument("--library", type=int, default=500, help="(--in-process) library size")
+    parser.add_argument("--collection", type=int, default=3000, help="(--in-process) collection size")
+    parser.add_argument("--no-embeddings", action="store_true", help="(--in-process) leave out the embedding rows.")
+    args = parser.parse_args(argv)
+    return in_process(args) if args.in_process else whole_processes(args)
 
 
 if __name__ == "__main__":
