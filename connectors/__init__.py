@@ -16,14 +16,13 @@ are logged as warnings on the ``"litrank"`` logger; the CLI prints them on stder
 """
 from __future__ import annotations
 
+import importlib
 import logging
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from connectors import bibtex
 from connectors._io import atomic_write_text, is_stdout
 from connectors.errors import NOTICE, SourceError, UnsupportedFormatError
-from connectors.files import abstract_list, csv_records, json_records
 from recommender.paper import Paper, deduplicate, describe_merge, describe_merges
 from recommender.runtime import user_cache_root as cache_root
 
@@ -44,13 +43,15 @@ __all__ = [
 
 log = logging.getLogger("litrank")
 
-# format name -> (module, file name endings it is detected from)
+# format name -> (module, file name endings it is detected from). Modules are imported when a
+# format is first read or written: bibtexparser and pyparsing take 50 ms to import, which a run
+# reading JSONL (or a collection index) need not wait for.
 FORMATS = {
-    "bibtex": (bibtex, (".bib", ".bibtex", ".biblatex")),
-    "text": (abstract_list, (".txt",)),
-    "jsonl": (json_records, (".jsonl", ".ndjson")),
-    "json": (json_records, (".json",)),
-    "csv": (csv_records, (".csv", ".tsv")),
+    "bibtex": ("connectors.bibtex", (".bib", ".bibtex", ".biblatex")),
+    "text": ("connectors.files.abstract_list", (".txt",)),
+    "jsonl": ("connectors.files.json_records", (".jsonl", ".ndjson")),
+    "json": ("connectors.files.json_records", (".json",)),
+    "csv": ("connectors.files.csv_records", (".csv", ".tsv")),
 }
 
 
@@ -73,7 +74,7 @@ def detect_format(path: str | Path) -> str:
 
 def _module(format_name: str):
     try:
-        return FORMATS[format_name][0]
+        return importlib.import_module(FORMATS[format_name][0])
     except KeyError:
         raise UnsupportedFormatError(f"unknown format {format_name!r}; {_supported()}") from None
 
@@ -134,8 +135,9 @@ def load(source: str | Path, format: str | None = None, processes: int = 1) -> l
         return _load_directory(path, format, processes)
     if not path.exists():
         raise SourceError(f"{source}: no such file or directory")
-    module = _module(format or detect_format(path))
-    return module.load(path, processes) if module is bibtex else module.load(path)
+    format = format or detect_format(path)
+    module = _module(format)
+    return module.load(path, processes) if format == "bibtex" else module.load(path)
 
 
 def _load_directory(directory: Path, format: str | None, processes: int) -> list[Paper]:
@@ -188,7 +190,7 @@ def dumps(papers: Sequence[Paper], format: str) -> str:
     module = _module(format)
     if not hasattr(module, "dumps"):
         raise UnsupportedFormatError(f"format {format!r} can be read but not written")
-    return module.dumps(papers, format=format) if module is json_records else module.dumps(papers)
+    return module.dumps(papers, format=format) if format in ("jsonl", "json") else module.dumps(papers)
 
 
 def dump(papers: Sequence[Paper], target: str | Path, format: str | None = None) -> None:

@@ -17,7 +17,6 @@ import re
 from pathlib import Path
 
 from connectors._io import read_text
-from connectors.bibtex.latex import latex_to_text
 from recommender.paper import Paper, deduplicate
 from recommender.text import abstract_fingerprint, derive_title
 
@@ -57,6 +56,8 @@ def _clean(paragraph: str) -> tuple[str, str]:
     # "[https://github.com/x](https://github.com/x)" and "[code](https://...)": keep the address.
     text = _MARKDOWN_LINK_RE.sub(lambda m: m.group(2) if m.group(1).startswith("http") else f"{m.group(1)} ({m.group(2)})", text)
     text = _MARKDOWN_EMPHASIS_RE.sub(r"\2", text)
+    from connectors.bibtex.latex import latex_to_text  # (imports bibtexparser: only when read)
+
     text = latex_to_text(text)
     url = ""
     for candidate in _URL_RE.findall(text):

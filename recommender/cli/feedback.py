@@ -8,9 +8,6 @@ import shutil
 from typing import Sequence
 
 import click
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 import connectors
 from connectors.files.feedback_store import FeedbackEntry, FeedbackStore
@@ -128,6 +125,10 @@ def entries_to_json(entries: Sequence[FeedbackEntry]) -> str:
 
 
 def render_entries(entries: Sequence[FeedbackEntry], caption: str, width: int | None = None) -> str:
+    from rich import box  # (imported here: every other command loads this module, few need rich)
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(box=box.SIMPLE_HEAD, caption=caption, caption_justify="left", expand=False)
     table.add_column("judgement", no_wrap=True)
     table.add_column("id", overflow="fold")

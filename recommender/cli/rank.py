@@ -268,8 +268,9 @@ def _render(ranking: Ranking, output_format: str, explain: bool, collection_labe
     if output_format == "csv":
         return report.to_csv(picks)
     if output_format == "bibtex":
-        return connectors.bibtex.dumps(report.annotated_papers(picks, ranking.n_candidates),
-                                       key_style=_key_style(ranking))
+        from connectors import bibtex
+
+        return bibtex.dumps(report.annotated_papers(picks, ranking.n_candidates), key_style=_key_style(ranking))
     caption = (f"Top {len(picks)} of {plural(ranking.n_candidates, 'paper')} from {collection_label}, "
                f"ranked against {plural(ranking.n_library, 'paper')} of {library_label} (model: {ranking.model}).")
     if output_format == "html":
@@ -280,20 +281,22 @@ def _render(ranking: Ranking, output_format: str, explain: bool, collection_labe
 
 def _key_style(ranking: Ranking) -> str:
     """The citation-key style of the user's library, for picks that have no key of their own."""
-    style = connectors.bibtex.detect_key_style(ranking.library)
-    if style != connectors.bibtex.DEFAULT_KEY_STYLE:
+    from connectors import bibtex
+
+    style = bibtex.detect_key_style(ranking.library)
+    if style != bibtex.DEFAULT_KEY_STYLE:
         say(f"Citation keys follow your library's style ({style}).")
     return style
 
 
 def _html_page(ranking: Ranking, caption: str) -> str:
-    from connectors import html_report
+    from connectors import bibtex, html_report
     from recommender.report.page_data import report_data
 
     style = _key_style(ranking)
 
     def to_bibtex(pick):
-        return connectors.bibtex.dumps(report.annotated_papers([pick], ranking.n_candidates), key_style=style)
+        return bibtex.dumps(report.annotated_papers([pick], ranking.n_candidates), key_style=style)
 
     with stage(f"Drawing the map of {ranking.n_library + ranking.n_candidates:,} papers..."):
         data = report_data(ranking, caption.replace(f" (model: {ranking.model})", ""), to_bibtex)

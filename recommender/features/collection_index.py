@@ -108,11 +108,13 @@ class CollectionIndex(LibraryWeighting):
             value = getattr(self, name)
             if value is not None and value.shape[0] != n:
                 raise ValueError(f"the index is inconsistent: {name} has {value.shape[0]} rows for {n} papers")
-        self.word_rows = tfidf_rows(self.word_counts, self.word_idf)
+        # The rows share their counts' column indices and row pointers (nothing changes either
+        # in place): 8 bytes an entry fewer, 74 MB for 30,000 abstracts.
+        self.word_rows = tfidf_rows(self.word_counts, self.word_idf, share_structure=True)
         if self.char_counts is not None:
-            self.char_rows = tfidf_rows(self.char_counts, self.char_idf)
+            self.char_rows = tfidf_rows(self.char_counts, self.char_idf, share_structure=True)
         if self.title_counts is not None:
-            self.title_rows = tfidf_rows(self.title_counts, self.title_idf)
+            self.title_rows = tfidf_rows(self.title_counts, self.title_idf, share_structure=True)
         self.unigram_columns = np.flatnonzero([" " not in term for term in self.word_terms])
         unigrams = self.word_counts[:, self.unigram_columns]
         self.bm25_idf, self.bm25_average_length = bm25_parameters(unigrams)

@@ -176,11 +176,12 @@ def idf_of(document_frequency: np.ndarray, n_papers: int) -> np.ndarray:
     return (np.log((1.0 + n_papers) / (1.0 + np.asarray(document_frequency))) + 1.0).astype(np.float32)
 
 
-def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray, norms: np.ndarray | None = None) -> sparse.csr_matrix:
+def tfidf_rows(counts: sparse.csr_matrix, idf: np.ndarray, norms: np.ndarray | None = None,
+               share_structure: bool = False) -> sparse.csr_matrix:
     """Sublinear-tf TF-IDF rows, L2-normalised (scikit-learn's ``TfidfTransformer(sublinear_tf=True)``,
     bit for bit). ``norms``: the rows' norms before normalising, when already known
-    (:func:`tfidf_norms`)."""
-    rows = unnormalised_tfidf(counts, idf)
+    (:func:`tfidf_norms`); ``share_structure``: see :func:`unnormalised_tfidf`."""
+    rows = unnormalised_tfidf(counts, idf, share_structure)
     return divide_rows(rows, row_norms(rows) if norms is None else norms)
 
 

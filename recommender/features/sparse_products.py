@@ -31,6 +31,16 @@ ROW_BATCH = 1024
 WORKERS = min(2, os.cpu_count() or 1)
 
 
+def batch_size(n_rows: int) -> int:
+    """Rows a batch: at most ``ROW_BATCH``, in a number of batches the workers share evenly
+    (3,000 rows: four of 750, not 1,024, 1,024 and 952, of which the last ran alone: the
+    3,000 x 500 feedback product 0.50 -> 0.44 s)."""
+    n_batches = -(-n_rows // ROW_BATCH)
+    if n_batches > 1 and n_batches % WORKERS:
+        n_batches += WORKERS - n_batches % WORKERS
+    return max(-(-n_rows // max(n_batches, 1)), 1)
+
+
 def _column_share(matrix: sparse.csr_matrix, counts: np.ndarray | None = None) -> np.ndarray:
     if counts is None:
         counts = np.bincount(matrix.indices, minlength=matrix.shape[1])
@@ -111,10 +121,18 @@ def row_norms(matrix: sparse.csr_matrix) -> np.ndarray:
     return norms
 
 
+_DIVIDE_ROWS = 4096
+
+
 def divide_rows(matrix: sparse.csr_matrix, norms: np.ndarray) -> sparse.csr_matrix:
     """Each row of ``matrix`` divided by its entry of ``norms``, in place: each entry divided in
     float64 and stored in the data's dtype (scikit-learn's numbers, without a float64 copy)."""
-    np.divide(matrix.data, np.repeat(norms, np.diff(matrix.indptr)), out=matrix.data, casting="unsafe")
+    # A block of rows at a time: one float64 per entry of 30,000 abstracts' rows would be 120 MB.
+    for start in range(0, matrix.shape[0], _DIVIDE_ROWS):
+        stop = min(start + _DIVIDE_ROWS, matrix.shape[0])
+        first, last = matrix.indptr[start], matrix.indptr[stop]
+        np.divide(matrix.data[first:last], np.repeat(norms[start:stop], np.diff(matrix.indptr[start:stop + 1])),
+                  out=matrix.data[first:last], casting="unsafe")
     return matrix
 
 
@@ -191,15 +209,17 @@ def _split_product(rows, other: sparse.csr_matrix, n_head: int | None, dense_col
     other_rest = other_rest.T.tocsr()
     product = np.empty((n_rows, other.shape[0]), dtype=dtype)
 
+    batch = n_rows if first is not None else batch_size(n_rows)
+
     def multiply(start: int) -> None:
-        stop = min(start + ROW_BATCH, n_rows)
+        stop = min(start + batch, n_rows)
         batch_dense, batch_rest = first if first is not None else _split(batch_rows(start, stop), position,
                                                                          len(frequent), dtype)
         np.matmul(batch_dense, other_dense.T, out=product[start:stop])
         product[start:stop] += (batch_rest @ other_rest).toarray()
 
     # A batch of rows at a time: the dense block of 50,000 rows would take gigabytes.
-    starts = range(0, n_rows, ROW_BATCH)
+    starts = range(0, n_rows, batch)
     if len(starts) == 1 or WORKERS == 1:
         for start in starts:
             multiply(start)

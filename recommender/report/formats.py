@@ -10,10 +10,6 @@ import io
 import json
 from typing import TYPE_CHECKING, Any, Sequence
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-
 from recommender.paper import Paper
 from recommender.text import truncate
 
@@ -107,6 +103,10 @@ def venue_year(paper: Paper) -> str:
 
 def render_table(ranking: Ranking, caption: str, explain: bool = False, width: int | None = None) -> str:
     """The ranking as a text table (rich), with a footnote for derived titles."""
+    from rich import box  # (rich takes 25 ms to import: only the text tables need it)
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(box=box.SIMPLE_HEAD, caption=caption, caption_justify="left", expand=False, show_lines=explain)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
@@ -143,6 +143,10 @@ def render_table(ranking: Ranking, caption: str, explain: bool = False, width: i
 
 def render_evaluation(summaries, metrics: Sequence[str], caption: str, width: int = 110) -> str:
     """The ``litrank evaluate`` table: one row per method, mean ± spread per metric."""
+    from rich import box  # (rich takes 25 ms to import: only the text tables need it)
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(box=box.SIMPLE_HEAD, caption=caption, caption_justify="left")
     table.add_column("method")
     for metric in metrics:
@@ -157,6 +161,10 @@ def render_evaluation(summaries, metrics: Sequence[str], caption: str, width: in
 def render_grid(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "",
                 width: int = 110) -> str:
     """A plain table with a title line: the first column left-aligned, the others right-aligned."""
+    from rich import box  # (rich takes 25 ms to import: only the text tables need it)
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", caption=caption or None,
                   caption_justify="left")
     for index, column in enumerate(columns):

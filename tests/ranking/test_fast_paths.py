@@ -76,6 +76,22 @@ def test_dense_product_is_the_sparse_product(share, batch, monkeypatch):
     np.testing.assert_array_equal(dense_product(expected, expected), expected @ expected.T)  # dense inputs
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batches_are_shared_evenly_by_the_workers(workers, monkeypatch):
+    from recommender.features import sparse_products
+
+    monkeypatch.setattr(sparse_products, "WORKERS", workers)
+    for n_rows in (1, 500, 1024, 1025, 3000, 3500, 30000):
+        size = sparse_products.batch_size(n_rows)
+        n_batches = -(-n_rows // size)
+        assert size <= sparse_products.ROW_BATCH and n_batches >= -(-n_rows // sparse_products.ROW_BATCH)
+        if n_rows > sparse_products.ROW_BATCH:  # several batches: every worker gets as many
+            assert n_batches % workers == 0 and n_rows - (n_batches - 1) * size > size // 2
+        else:
+            assert n_batches == 1
+    assert sparse_products.batch_size(3000) == (750 if workers == 2 else 1000)
+
+
 def test_character_grams_of_real_abstracts_beside_the_vectoriser():
     """Hundreds of real abstracts (the shared conference lists), as a library would bring them."""
     papers = connectors.load(require(CONFERENCES / "icml2019.jsonl.gz"))[:400]
