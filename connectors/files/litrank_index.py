@@ -25,7 +25,9 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import struct
 import zipfile
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
@@ -124,6 +126,31 @@ def read_papers(path: str | Path) -> list[Paper]:
     return _papers(data, path)
 
 
+def _compressed(handle, info: zipfile.ZipInfo) -> bytes:
+    """A member's bytes as stored (zip's local header skipped), read from the archive's file."""
+    handle.seek(info.header_offset)
+    header = handle.read(30)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04" or info.flag_bits & 0x1:
+        raise zipfile.BadZipFile(f"member {info.filename} has no readable local header")
+    name_length, extra_length = struct.unpack("<HH", header[26:30])
+    handle.seek(info.header_offset + 30 + name_length + extra_length)
+    data = handle.read(info.compress_size)
+    if len(data) != info.compress_size:
+        raise zipfile.BadZipFile(f"member {info.filename} is truncated")
+    return data
+
+
+def _inflated(info: zipfile.ZipInfo, data: bytes) -> bytes:
+    """The member's bytes, inflated and checked against its CRC-32, as ``ZipFile.read`` checks."""
+    if info.compress_type == zipfile.ZIP_DEFLATED:
+        data = zlib.decompress(data, -15)
+    elif info.compress_type != zipfile.ZIP_STORED:
+        raise zipfile.BadZipFile(f"member {info.filename} is compressed in a way litrank does not write")
+    if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
+    return data
+
+
 def read_parts(path: str | Path) -> tuple[dict, dict[str, np.ndarray], list[Paper]]:
     """``(metadata, arrays, papers)`` stored at ``path``, the container checked (what they hold
     is checked by ``CollectionIndex.from_parts``)."""
@@ -131,18 +158,24 @@ def read_parts(path: str | Path) -> tuple[dict, dict[str, np.ndarray], list[Pape
     with _open(path) as archive:
         manifest = json.loads(archive.read("manifest.json"))
         names = ["papers.json", "metadata.json"] + [f"arrays/{name}.npy" for name in manifest.get("arrays", [])]
-        # Members inflated by two threads (zlib lets go of the interpreter lock) while this one
-        # decodes those already read: a third less time than one member after another.
-        with ThreadPoolExecutor(2) as pool:
-            members = pool.map(archive.read, names)
-            try:
+        try:
+            infos = [archive.getinfo(name) for name in names]
+            with open(path, "rb") as handle:
+                stored = [_compressed(handle, info) for info in infos]
+            # Inflated by two threads (zlib lets go of the interpreter lock; the archive's file
+            # is read above, by this thread only) while this one decodes those already done:
+            # a third less time than one member after another.
+            with ThreadPoolExecutor(2) as pool:
+                members = pool.map(_inflated, infos, stored)
                 papers = _papers(next(members), path)
                 metadata = json.loads(next(members))
                 # np.load refuses object arrays (pickles) with a ValueError: they never run.
                 arrays = {name[len("arrays/"):-len(".npy")]: np.load(io.BytesIO(data), allow_pickle=False)
                           for name, data in zip(names[2:], members)}
-            except (KeyError, ValueError, zipfile.BadZipFile, OSError, EOFError) as exc:
-                raise SourceError(f"{path}: damaged litrank index ({exc})") from None
+        except SourceError:
+            raise
+        except (KeyError, ValueError, zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+            raise SourceError(f"{path}: damaged litrank index ({exc})") from None
     if not isinstance(metadata, dict):
         raise SourceError(f"{path}: damaged litrank index (metadata.json holds no object)")
     return metadata, arrays, papers

@@ -68,15 +68,21 @@ def decode_counts(name: str, arrays: Mapping[str, np.ndarray]) -> sparse.csr_mat
         raise ValueError(f"matrix {name} is damaged (its sizes disagree)")
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
-    running = np.cumsum(gaps, dtype=np.int64)
-    # Column = running sum of the gaps since the row's start: the running sum less its value
-    # just before the row.
-    before_row = np.concatenate([[0], running])[indptr[:-1]]
-    indices = running - np.repeat(before_row, lengths.astype(np.int64))
-    first = np.zeros(len(gaps), dtype=bool)
-    first[indptr[:-1][lengths > 0]] = True
-    if len(indices) and (int(indices.max()) >= n_columns or bool((gaps[~first] == 0).any())):
-        raise ValueError(f"matrix {name} is damaged (columns out of range or out of order)")
+    starts = indptr[:-1][lengths > 0]
     index_dtype = np.int32 if max(len(gaps), n_columns) < np.iinfo(np.int32).max else np.int64
-    return sparse.csr_matrix((counts.astype(np.float32), indices.astype(index_dtype), indptr.astype(index_dtype)),
+    if len(gaps):
+        # A row's gaps add up to its last (largest) column: checked in 64 bits before any
+        # narrower sum is made, so that no damaged gap can wrap around into range.
+        last_columns = np.add.reduceat(gaps, starts, dtype=np.int64)
+        repeated = int(np.count_nonzero(gaps == 0)) - int(np.count_nonzero(gaps[starts] == 0))
+        if int(last_columns.max()) >= n_columns or repeated:
+            raise ValueError(f"matrix {name} is damaged (columns out of range or out of order)")
+        # One running sum gives every column: each row's first gap (its first column) less
+        # the last column of the row before, so the sum starts again at each row.
+        steps = gaps.astype(index_dtype)
+        steps[starts[1:]] -= last_columns[:-1].astype(index_dtype)
+        indices = np.cumsum(steps, dtype=index_dtype)
+    else:
+        indices = np.zeros(0, dtype=index_dtype)
+    return sparse.csr_matrix((counts.astype(np.float32), indices, indptr.astype(index_dtype)),
                              shape=(n_rows, n_columns))

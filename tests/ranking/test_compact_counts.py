@@ -158,3 +158,23 @@ def test_an_index_with_damaged_counts_is_refused_in_one_line(tmp_path, built):
     message = result.stderr.strip()
     assert message.startswith("Error: ") and len(message.splitlines()) == 1
     assert "inconsistent" in message and "char_counts" in message
+
+
+def test_a_member_damaged_inside_is_refused_in_one_line(tmp_path, built):
+    path = tmp_path / "x.litrank"
+    write_index(built, path)
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("arrays/char_counts.gaps.npy")
+    data = bytearray(path.read_bytes())
+    name_length, extra_length = int.from_bytes(data[info.header_offset + 26: info.header_offset + 28], "little"), \
+        int.from_bytes(data[info.header_offset + 28: info.header_offset + 30], "little")
+    start = info.header_offset + 30 + name_length + extra_length
+    data[start + info.compress_size // 2] ^= 0xFF  # the deflated bytes change, the zip's directory does not
+    damaged = tmp_path / "damaged.litrank"
+    damaged.write_bytes(bytes(data))
+    result = CliRunner().invoke(main, ["rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(damaged), "-n", "3"])
+    assert result.exit_code == 2
+    message = result.stderr.strip()
+    assert message.startswith("Error: ") and len(message.splitlines()) == 1
+    assert "damaged litrank index" in message
+    assert path.read_bytes() != bytes(data)  # (the original is untouched)
