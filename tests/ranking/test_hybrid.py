@@ -11,6 +11,7 @@ from recommender.models.hybrid import (
     HybridModel,
     aggregation_depth,
     feedback_expanded_similarity,
+    feedback_top,
     profile_share,
     standardize_columns,
 )
@@ -92,6 +93,13 @@ def test_feedback_on_real_vectors_is_the_plain_rocchio_step():
         expanded = dense[column] + weight * centroid / np.linalg.norm(centroid)
         expected = dense[candidates] @ (expanded / np.linalg.norm(expanded))
         np.testing.assert_allclose(got[:, column], expected, rtol=1e-12, atol=1e-12)
+    # The feedback chosen beforehand (as the model chooses it once for both channels) and the
+    # scores let go: the same numbers, bit for bit.
+    top = feedback_top(scores, k)
+    assert top.shape == (k, n_library)
+    np.testing.assert_array_equal(
+        feedback_expanded_similarity(vectors, library, candidates, feedback, None, k, weight, top=top), got)
+    assert feedback_top(scores, 0) is None
 
 
 def test_query_by_example_ranks_the_related_paper_first_and_explains():
