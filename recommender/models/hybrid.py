@@ -31,6 +31,9 @@ A candidate's score adds up to four parts:
 The text part was tuned on CSFCube ``fold1_dev``, its query papers and its composite libraries
 of 5-20 papers on several topics (``benchmarks/tune_fusion.py``); the 1/n of the feedback and
 ``author_weight``, which an author-less benchmark cannot see, on the author-continuity benchmark.
+
+Length: the model and the pseudo-relevance feedback only it uses (:func:`feedback_top`,
+:func:`feedback_expanded_similarity`) are read together, in the order of the steps above.
 """
 from __future__ import annotations
 
