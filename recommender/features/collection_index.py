@@ -127,6 +127,7 @@ class CollectionIndex(LibraryWeighting):
     _MATRICES = ("word_counts", "char_counts", "title_counts", "author_rows")
     _ARRAYS = ("word_idf", "char_idf", "title_idf", "lsa_basis", "embeddings")
     _LISTS = ("word_terms", "char_terms", "title_terms", "author_names")
+    _IDF_OF_COUNTS = (("word_idf", "word_counts"), ("char_idf", "char_counts"), ("title_idf", "title_counts"))
 
     def to_parts(self) -> tuple[dict, dict[str, np.ndarray]]:
         """``(metadata, arrays)``: JSON-able metadata (vocabularies, layout, embedder) and plain
@@ -146,7 +147,7 @@ class CollectionIndex(LibraryWeighting):
             matrix = getattr(self, name)
             if matrix is not None:
                 arrays.update(encode_counts(name, matrix))
-        for idf, counts in (("word_idf", "word_counts"), ("char_idf", "char_counts"), ("title_idf", "title_counts")):
+        for idf, counts in self._IDF_OF_COUNTS:
             # An IDF is the smooth IDF of its counts, made again when read (4 bytes a term fewer).
             if idf in arrays and np.array_equal(arrays[idf], smooth_idf(getattr(self, counts))):
                 del arrays[idf]
@@ -180,7 +181,7 @@ class CollectionIndex(LibraryWeighting):
                     fields[name].check_format(full_check=True)
                 except (KeyError, TypeError, ValueError) as exc:
                     raise ValueError(f"the index is inconsistent: matrix {name} is damaged ({exc})") from None
-        for idf, counts in (("word_idf", "word_counts"), ("char_idf", "char_counts"), ("title_idf", "title_counts")):
+        for idf, counts in cls._IDF_OF_COUNTS:
             if idf not in fields and fields.get(counts) is not None:
                 fields[idf] = smooth_idf(fields[counts])
         if not isinstance(fields["word_terms"], list) or "word_counts" not in fields or "word_idf" not in fields:
