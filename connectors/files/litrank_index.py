@@ -87,7 +87,8 @@ def _paper(record, path: Path) -> Paper:
     return paper
 
 
-def _open(path: Path) -> zipfile.ZipFile:
+def _open(path: Path) -> tuple[zipfile.ZipFile, dict]:
+    """The archive and its manifest, both checked."""
     if not path.is_file():
         raise SourceError(f"{path}: no such file")
     try:
@@ -102,7 +103,10 @@ def _open(path: Path) -> zipfile.ZipFile:
     if version not in READABLE_VERSIONS:
         raise SourceError(f"{path}: litrank index format {version}, but this litrank reads formats "
                           f"{', '.join(map(str, READABLE_VERSIONS))}; rebuild it with `litrank index`")
-    return archive
+    arrays = manifest.get("arrays", [])
+    if not isinstance(arrays, list) or not all(isinstance(name, str) for name in arrays):
+        raise SourceError(f"{path}: damaged litrank index (its manifest lists no arrays)")
+    return archive, manifest
 
 
 def _papers(data: bytes, path: Path) -> list[Paper]:
@@ -118,7 +122,8 @@ def _papers(data: bytes, path: Path) -> list[Paper]:
 def read_papers(path: str | Path) -> list[Paper]:
     """Only the collection's papers of a ``.litrank`` file (for commands that need no ranking)."""
     path = Path(path).expanduser()
-    with _open(path) as archive:
+    archive, _ = _open(path)
+    with archive:
         try:
             data = archive.read("papers.json")
         except (KeyError, zipfile.BadZipFile, OSError) as exc:
@@ -155,8 +160,8 @@ def read_parts(path: str | Path) -> tuple[dict, dict[str, np.ndarray], list[Pape
     """``(metadata, arrays, papers)`` stored at ``path``, the container checked (what they hold
     is checked by ``CollectionIndex.from_parts``)."""
     path = Path(path).expanduser()
-    with _open(path) as archive:
-        manifest = json.loads(archive.read("manifest.json"))
+    archive, manifest = _open(path)
+    with archive:
         names = ["papers.json", "metadata.json"] + [f"arrays/{name}.npy" for name in manifest.get("arrays", [])]
         try:
             infos = [archive.getinfo(name) for name in names]

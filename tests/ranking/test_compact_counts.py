@@ -178,3 +178,21 @@ def test_a_member_damaged_inside_is_refused_in_one_line(tmp_path, built):
     assert message.startswith("Error: ") and len(message.splitlines()) == 1
     assert "damaged litrank index" in message
     assert path.read_bytes() != bytes(data)  # (the original is untouched)
+
+
+def test_a_manifest_without_a_list_of_arrays_is_refused_in_one_line(tmp_path, built):
+    path = tmp_path / "x.litrank"
+    write_index(built, path)
+    with zipfile.ZipFile(path) as source:
+        members = {name: source.read(name) for name in source.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    manifest["arrays"] = "word_counts.counts"
+    members["manifest.json"] = json.dumps(manifest).encode()
+    damaged = tmp_path / "damaged.litrank"
+    with zipfile.ZipFile(damaged, "w") as target:
+        for name, data in members.items():
+            target.writestr(name, data)
+    result = CliRunner().invoke(main, ["rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(damaged), "-n", "3"])
+    assert result.exit_code == 2
+    message = result.stderr.strip()
+    assert len(message.splitlines()) == 1 and "damaged litrank index" in message and "arrays" in message
