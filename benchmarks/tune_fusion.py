@@ -5,9 +5,10 @@ libraries together, one embedder at a time.
     python -m benchmarks.tune_fusion --embedder static --output benchmarks/results/tune_fusion_static.json
     python -m benchmarks.tune_fusion --embedder none   --output benchmarks/results/tune_fusion_none.json
     python -m benchmarks.tune_fusion --fold fold1_test --grid "aggregation=1,profile_weight=0"  # report a choice
+    python -m benchmarks.tune_fusion --grid "aggregation=auto|2|log2" --output benchmarks/results/tune_depth_minilm.json
 
-Each task (a query paper and its pool, or a composite library and its collection, see
-:mod:`recommender.evaluation.composite`) is indexed once; every setting of the grid is then
+Each task (a query paper and its pool, a composite library or a publication list and its
+collection, see :mod:`recommender.evaluation.composite`) is indexed once; every setting of the grid is then
 fitted on that index, so the settings differ only in the fusion. TF-IDF and the plain dense
 cosine (best and top-3 mean over the library papers) run on the same tasks as baselines.
 Measures only: choosing from it is done by hand, on ``fold1_dev``, and reported on ``fold1_test``.
@@ -33,7 +34,7 @@ from recommender.models.hybrid import HybridModel
 from recommender.models.index_fit import fit_on_index
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "csfcube"
-DEFAULT_GRID = "aggregation=log2|1|2;profile_weight=3|1|0;dense_weight=0.5|1|1.5"
+DEFAULT_GRID = "aggregation=auto|log2|1|2;profile_weight=3|1|0;dense_weight=0.5|1|1.5"
 
 
 def parse_grid(text: str) -> list[dict]:
@@ -63,6 +64,8 @@ def tasks(data, fold: str) -> list[tuple[str, list[str], dict[str, int]]]:
         out.append(("single", [query], dict(grades)))
     for library in composite.build_libraries(data, fold):
         out.append(("composite", list(library.library), dict(library.grades)))
+    for library in composite.build_publication_libraries(data, fold):
+        out.append((f"{library.shape} lists", list(library.library), dict(library.grades)))
     return out
 
 
@@ -124,12 +127,12 @@ def main(argv=None) -> int:
     table = run(csfcube.load(args.data), args.fold, embedder, grid)
     seconds = round(time.perf_counter() - started, 1)
     name = getattr(embedder, "model_id", "none")
-    print(f"{args.fold}, dense channel {name}: NDCG%20 / MAP (single-query | composite | mean of the two NDCG)\n")
-    rows = sorted(table.items(), key=lambda item: -(item[1]["single"][0] + item[1]["composite"][0]))
-    for method, kinds in rows:
-        single, comp = kinds["single"], kinds["composite"]
-        print(f"{method:55s} {single[0]:.3f} / {single[1]:.3f} | {comp[0]:.3f} / {comp[1]:.3f} | "
-              f"{(single[0] + comp[0]) / 2:.3f}")
+    kinds = ("single", "composite", "balanced lists", "main line lists")
+    print(f"{args.fold}, dense channel {name}: NDCG%20 / MAP ({' | '.join(kinds)} | mean of the four NDCG)\n")
+    rows = sorted(table.items(), key=lambda item: -sum(item[1][kind][0] for kind in kinds))
+    for method, found in rows:
+        print(f"{method:55s} " + " | ".join(f"{found[kind][0]:.3f} / {found[kind][1]:.3f}" for kind in kinds)
+              + f" | {sum(found[kind][0] for kind in kinds) / len(kinds):.3f}")
     print(f"\n({len(grid)} settings in {seconds} s)", file=sys.stderr)
     if args.output:
         args.output.write_text(json.dumps({"benchmark": "csfcube-fusion-grid", "fold": args.fold, "embedder": name,

@@ -36,7 +36,8 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="library", show_default=True,
               help="csfcube: expert relevance judgements (the measure litrank is tuned by); csfcube-composite: "
-                   "the same judgements, libraries of 5-20 papers on several topics composed from them; csfcube-feedback: "
+                   "the same judgements, libraries of 5-20 papers on several topics and publication lists of "
+                   "16-47 composed from them; csfcube-feedback: "
                    "what judging the first 5, 10 or 20 picks buys on both; library: how well "
                    "papers hidden from your own library are found again (a proxy); author-continuity: an "
                    "author's next papers from their earlier ones (a proxy, on conference lists given by --data).")
@@ -72,7 +73,7 @@ def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_
     \b
       litrank evaluate --benchmark csfcube                  # human judgements; what the default model is tuned by
       litrank evaluate --benchmark csfcube --format json --embedder none
-      litrank evaluate --benchmark csfcube-composite        # libraries of 5-20 papers, several topics
+      litrank evaluate --benchmark csfcube-composite        # libraries of several topics, publication lists
       litrank evaluate --benchmark csfcube-feedback         # what judging the first k picks buys
       litrank evaluate                                      # hide 20% of the bundled library, find it again
       litrank evaluate -l refs.bib -c icml2026.jsonl --repeats 10
@@ -148,6 +149,9 @@ def _csfcube(directory: Path, fold: str, methods, limit, embedder, seed: int, ou
                                                                                   for n in others)], rows), nl=False)
 
 
+LIST_COLUMNS = (("all", "lists"), ("balanced", "balanced"), ("main line", "main line"))
+
+
 def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, seed: int, output_format: str) -> None:
     import time
 
@@ -159,14 +163,18 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
     methods = methods or composite.default_methods(embedder)
     folds = list(dict.fromkeys(["fold1_dev", "fold1_test"] if fold == "all" else ["fold1_dev", fold]))
     libraries = {name: composite.build_libraries(data, name, seed=seed)[:limit] for name in folds}
+    publications = {name: composite.build_publication_libraries(data, name, seed=seed)[:limit] for name in folds}
     if embedder is not None:
         say("Embedding the libraries' papers (cached on disk: a second run embeds none)...")
     everything = [library for name in folds for library in libraries[name]]
-    results = composite.evaluate_composite(data, everything, methods, embedder=embedder, seed=seed)
+    every_list = [library for name in folds for library in publications[name]]
+    results = composite.evaluate_composite(data, everything + every_list, methods, embedder=embedder, seed=seed)
     by_fold = {name: composite.summary(results, libraries[name]) for name in folds}
+    lists = {name: composite.publication_summary(results, publications[name]) for name in folds}
     if fold == "all":
         by_fold["all"] = composite.summary(results, everything)
-        libraries["all"] = everything
+        lists["all"] = composite.publication_summary(results, every_list)
+        libraries["all"], publications["all"] = everything, every_list
     single = _single_query(data, list(by_fold), methods, embedder, seed, limit)
     seconds = round(time.perf_counter() - started, 1)
     if output_format == "json":
@@ -174,25 +182,30 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
                    "embedder": getattr(embedder, "model_id", None) if embedder is not None else None,
                    "methods": by_fold[fold]["all"]["methods"],
                    "folds": {name: {"shape": composite.describe(libraries[name]), "composite": by_fold[name],
+                                    "publications": {"shape": composite.describe(publications[name]), **lists[name]},
                                     "single_query": single.get(name, {})} for name in by_fold},
-                   "libraries": {library.name: {"size": library.size, "topics": [f"{q}_{f}" for q, f in library.query_facets],
-                                                "collection": len(library.grades)} for library in everything},
+                   "libraries": {library.name: {"size": library.size, "shape": library.shape,
+                                                "topics": [f"{q}_{f}" for q, f in library.query_facets],
+                                                "collection": len(library.grades)} for library in everything + every_list},
                    "per_library": results, "seconds": seconds, "data": str(directory)}
         click.echo(json.dumps(payload, indent=2))
         return
     buckets = [f"{low}-{high}" for low, high in composite.BUCKETS]
     for name in by_fold:
-        shape = composite.describe(libraries[name])
+        shape, lists_shape = composite.describe(libraries[name]), composite.describe(publications[name])
         columns = ["method", "single query", f"composite ({shape['libraries']})",
-                   *(f"{b} ({by_fold[name][b]['libraries']})" for b in buckets)]
+                   *(f"{b} ({by_fold[name][b]['libraries']})" for b in buckets),
+                   *(f"{label} ({lists[name][group]['libraries']})" for group, label in LIST_COLUMNS)]
+        groups = [by_fold[name][g] for g in ("all", *buckets)] + [lists[name][group] for group, _ in LIST_COLUMNS]
         rows = [[m, (f"{single[name][m]['ndcg%20']:.3f} / {single[name][m]['map']:.3f}" if m in single.get(name, {}) else "-"),
-                 *(f"{by_fold[name][g]['methods'][m]['ndcg%20']:.3f} / {by_fold[name][g]['methods'][m]['map']:.3f}"
-                   for g in ("all", *buckets))] for m in methods]
+                 *(f"{group['methods'][m]['ndcg%20']:.3f} / {group['methods'][m]['map']:.3f}" for group in groups)]
+                for m in methods]
         title = (f"CSFCube composite libraries, {name}: NDCG%20 / MAP ({shape.get('size_mean', 0)} papers and "
                  f"{shape.get('topics_mean', 0)} topics per library on average, collections of "
-                 f"{shape.get('collection_mean', 0)}; litrank is tuned on fold1_dev)")
+                 f"{shape.get('collection_mean', 0)}; publication lists: {lists_shape.get('size_mean', 0)} papers on "
+                 f"{lists_shape.get('topics_mean', 0)} topics; litrank is tuned on fold1_dev)")
         click.echo(report.render_grid(title, columns, rows, width=140) + "\n", nl=False)
-    say(f"{len(everything)} libraries, {len(methods)} methods in {seconds} s.")
+    say(f"{len(everything) + len(every_list)} libraries, {len(methods)} methods in {seconds} s.")
 
 
 def _csfcube_feedback(directory: Path, fold: str, methods, limit, embedder, output_format: str) -> None:

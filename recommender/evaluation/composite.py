@@ -14,6 +14,15 @@ A **composite library** of one fold is built, seeded, from that fold's query-fac
 * each candidate is judged by its **best grade against any query-facet of the library**
   (0 when it was pooled but never graded above 0).
 
+A **publication list** (:func:`build_publication_libraries`) is the other end of real
+libraries: 3–6 topics of several papers each, as a researcher's own papers are. Every other
+list is **balanced**: each topic a query paper with half (rounded up) of its grade-2 and
+grade-3 candidates, from query-facets with at least :data:`PUBLICATION_MIN_RELEVANT` of them.
+The others have **a main line and side interests**: the first topic takes three quarters
+(rounded up) of its grade-2+ candidates (from a query-facet with at least
+:data:`MAIN_TOPIC_MIN_RELEVANT`), each further topic its query paper and one of them.
+Collection and judgements as above.
+
 Libraries of a fold (``fold1_dev``: for tuning; ``fold1_test``: for reporting) use only that
 fold's query-facets. Metrics are the protocol's NDCG%20 (cut at 20% of the collection) and MAP
 (grade >= 2 relevant), averaged over the libraries, and per library-size bucket
@@ -44,6 +53,12 @@ from recommender.evaluation.holdout import library_scorers as method_scorers
 from recommender.evaluation.human_judgements import METRICS, average_precision, ndcg_at_share
 
 SIZES = (5, 20)
+# Publication lists: topics per library (cycled through) and the grade-2+ candidates a
+# query-facet needs to be one of their topics (half join the library, half are left to find).
+PUBLICATION_TOPICS = (3, 6)
+PUBLICATION_MIN_RELEVANT = 6
+MAIN_TOPIC_MIN_RELEVANT = 12
+PUBLICATIONS_PER_FOLD = 20
 BUCKETS = ((5, 8), (9, 14), (15, 20))
 LIBRARIES_PER_FOLD = 30
 MIN_QUERIES = 2
@@ -64,9 +79,11 @@ class CompositeLibrary:
     query_facets : tuple of (query id, facet)
         The topics, in the order they were drawn.
     library : tuple of str
-        The library's paper ids: each query paper followed by its own (grade-3) papers.
+        The library's paper ids: each query paper followed by its own papers.
     grades : dict of str to int
         Every collection paper's best grade against the library's query-facets.
+    shape : str
+        ``"topics"`` (a composite library), ``"balanced"`` or ``"main line"`` (publication lists).
     """
 
     name: str
@@ -74,6 +91,7 @@ class CompositeLibrary:
     query_facets: tuple[tuple[str, str], ...]
     library: tuple[str, ...]
     grades: dict[str, int]
+    shape: str = "topics"
 
     @property
     def size(self) -> int:
@@ -113,6 +131,18 @@ def _facet_round_robin(pairs: Sequence[tuple[str, str]], rng: np.random.Generato
     return order
 
 
+def best_grades(data, query_facets: Sequence[tuple[str, str]], library: Sequence[str]) -> dict[str, int]:
+    """Every paper pooled for the ``query_facets`` and not in the ``library``, with its best grade
+    against any of them."""
+    members = set(library)
+    grades: dict[str, int] = {}
+    for query, facet in query_facets:
+        for paper, grade in data.pool(query, facet).items():
+            if paper not in members:
+                grades[paper] = max(grades.get(paper, 0), int(grade))
+    return grades
+
+
 def build_library(data, fold: str, pairs: Sequence[tuple[str, str]], target: int, rng: np.random.Generator,
                   name: str, min_queries: int = MIN_QUERIES) -> CompositeLibrary:
     """One composite library of about ``target`` papers from the fold's ``pairs`` (see the module docstring)."""
@@ -133,13 +163,7 @@ def build_library(data, fold: str, pairs: Sequence[tuple[str, str]], target: int
         library.extend(free[:max(0, take)])
         if len(library) >= target and len(chosen) >= min_queries:
             break
-    members = set(library)
-    grades: dict[str, int] = {}
-    for query, facet in chosen:
-        for paper, grade in data.pool(query, facet).items():
-            if paper not in members:
-                grades[paper] = max(grades.get(paper, 0), int(grade))
-    return CompositeLibrary(name, fold, tuple(chosen), tuple(library), grades)
+    return CompositeLibrary(name, fold, tuple(chosen), tuple(library), best_grades(data, chosen, library))
 
 
 def build_libraries(data, fold: str, count: int = LIBRARIES_PER_FOLD, sizes: tuple[int, int] = SIZES,
@@ -153,6 +177,57 @@ def build_libraries(data, fold: str, count: int = LIBRARIES_PER_FOLD, sizes: tup
     for number, target in enumerate(target_sizes(count, sizes)):
         library = build_library(data, fold, pairs, target, rng, f"{fold}#{number}", min_queries)
         if library.size >= sizes[0] and len(library.query_facets) >= min_queries:
+            libraries.append(library)
+    return libraries
+
+
+def _own_share(n_relevant: int, main_line: bool, first: bool) -> int | None:
+    """How many of a topic's ``n_relevant`` grade-2+ candidates join a publication list (None:
+    too few for the topic to be taken)."""
+    if not main_line:
+        return (n_relevant + 1) // 2 if n_relevant >= PUBLICATION_MIN_RELEVANT else None
+    if first:
+        return (3 * n_relevant + 3) // 4 if n_relevant >= MAIN_TOPIC_MIN_RELEVANT else None
+    return 1 if n_relevant >= 3 else None
+
+
+def build_publication_library(data, fold: str, pairs: Sequence[tuple[str, str]], n_topics: int,
+                              rng: np.random.Generator, name: str, main_line: bool = False) -> CompositeLibrary:
+    """One publication list of ``n_topics`` topics from the fold's ``pairs``, balanced or (``main_line``)
+    a main topic and side interests (see the module docstring)."""
+    library: list[str] = []
+    chosen: list[tuple[str, str]] = []
+    for query, facet in _facet_round_robin(pairs, rng):
+        if query in library:
+            continue
+        relevant = sorted(paper for paper, grade in data.pool(query, facet).items() if grade >= 2)
+        take = _own_share(len(relevant), main_line, not chosen)
+        if take is None:
+            continue
+        own = [relevant[i] for i in rng.permutation(len(relevant))][:take]
+        library.append(query)
+        library.extend(paper for paper in own if paper not in library)
+        chosen.append((query, facet))
+        if len(chosen) == n_topics:
+            break
+    return CompositeLibrary(name, fold, tuple(chosen), tuple(library), best_grades(data, chosen, library),
+                            "main line" if main_line else "balanced")
+
+
+def build_publication_libraries(data, fold: str, count: int = PUBLICATIONS_PER_FOLD, seed: int = 0,
+                                topics: tuple[int, int] = PUBLICATION_TOPICS) -> list[CompositeLibrary]:
+    """``count`` publication lists (3, 4, 5, 6, 3... topics; balanced, then a main line and side
+    interests, in turn) from the query-facets of ``fold`` alone, named
+    ``"<fold>/publications#<number>"``; seeded as :func:`build_libraries`. A list that finds
+    fewer than ``topics[0]`` topics is left out."""
+    pairs = list(data.query_facets(fold))
+    rng = np.random.default_rng([seed, zlib.crc32(f"{fold}/publications".encode("utf-8"))])
+    low, high = topics
+    libraries = []
+    for number in range(count):
+        library = build_publication_library(data, fold, pairs, low + number % (high - low + 1), rng,
+                                            f"{fold}/publications#{number}", main_line=number % 2 == 1)
+        if len(library.query_facets) >= low:
             libraries.append(library)
     return libraries
 
@@ -187,6 +262,15 @@ def evaluate_composite(data, libraries: Sequence[CompositeLibrary], methods: Seq
         if progress:
             progress(library.name)
     return results
+
+
+def publication_summary(results: Mapping[str, Mapping[str, Mapping[str, float]]],
+                        lists: Sequence[CompositeLibrary]) -> dict[str, dict]:
+    """``{"all", "balanced", "main line": {"libraries": n, "methods": {method: {"ndcg%20", "map"}}}}``
+    over publication lists."""
+    groups = {"all": list(lists), **{shape: [lib for lib in lists if lib.shape == shape]
+                                     for shape in ("balanced", "main line")}}
+    return {group: summary(results, members, buckets=())["all"] for group, members in groups.items()}
 
 
 def bucket_name(size: int, buckets: Sequence[tuple[int, int]] = BUCKETS) -> str | None:

@@ -18,7 +18,9 @@ Tuned on expert relevance judgements (CSFCube's ``fold1_dev``; see ``litrank eva
 A candidate's score adds up to four parts:
 
 * **text**: the mean of its ``k`` best per-library-paper scores (``k``: 1 for a one-paper
-  library, 2 for more; see :func:`aggregation_depth`);
+  library, 2 for more; see :func:`~recommender.models.aggregation.depth_for`), each library
+  paper's scores divided by a scale it shares in part with the library's other papers
+  (:func:`~recommender.models.aggregation.library_spread`);
 * **profile** (off by default, ``profile_weight``): BM25 of the candidate with the whole
   library as one query, weighted by :func:`profile_share`: what the library's papers have in
   common, which helps a library on one topic and costs one on several;
@@ -32,8 +34,9 @@ The text part was tuned on CSFCube ``fold1_dev``, its query papers and its compo
 of 5-20 papers on several topics (``benchmarks/tune_fusion.py``); the 1/n of the feedback and
 ``author_weight``, which an author-less benchmark cannot see, on the author-continuity benchmark.
 
-Length: the model and the pseudo-relevance feedback only it uses (:func:`feedback_top`,
-:func:`feedback_expanded_similarity`) are read together, in the order of the steps above.
+The pseudo-relevance feedback only this model uses (:func:`feedback_top`,
+:func:`feedback_expanded_similarity`) is here, read in the order of the steps above; how the
+per-library-paper scores become one is in :mod:`recommender.models.aggregation`.
 """
 from __future__ import annotations
 
@@ -46,110 +49,20 @@ from recommender.estimator import Estimator
 from recommender.features.collection_index import CollectionIndex, CollectionIndexBuilder
 from recommender.features.representations import Representations
 from recommender.features.sparse_products import SideBySide, dense_product, normalize_rows, take_rows
+from recommender.models.aggregation import (
+    block_part,
+    column_mean_and_spread,
+    column_top_k,
+    depth_for,
+    profile_share,
+    standardize_columns,
+    top_mean,
+)
 from recommender.models.index_fit import fit_on_index
 from recommender.models.scoring import Driver, TermExplainer
 from recommender.models.signals import library_query_bm25
 from recommender.paper import Paper
 from recommender.text import words
-
-# Rows of a (rows x library papers) block handled at a time: 512 x 500 float64 is 2 MB, in cache.
-ROW_CHUNK = 512
-
-
-def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None, in_place: bool = False) -> np.ndarray:
-    """Each column minus its mean, divided by its standard deviation (if any); mean and
-    deviation are those of ``reference`` (rows of the same columns) when given. ``in_place``:
-    ``block`` (float64) becomes the result."""
-    block = np.asarray(block, dtype=np.float64)
-    reference = block if reference is None else np.asarray(reference, dtype=np.float64)
-    mean, spread = column_mean_and_spread(reference)
-    spread[spread == 0] = 1.0
-    if in_place:
-        for start in range(0, len(block), ROW_CHUNK):
-            chunk = block[start:start + ROW_CHUNK]
-            chunk -= mean
-            chunk /= spread
-        return block
-    centred = block - mean
-    centred /= spread  # in place: at 50,000 candidates a temporary block is 200 MB
-    return centred
-
-
-def column_mean_and_spread(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and (population) standard deviation of each column, a chunk of rows at a time
-    (numpy's ``std`` makes a temporary as large as the block)."""
-    mean = block.mean(axis=0)
-    squares = np.zeros(block.shape[1])
-    for start in range(0, len(block), ROW_CHUNK):
-        deviation = block[start:start + ROW_CHUNK] - mean
-        squares += np.einsum("ij,ij->j", deviation, deviation)
-    return mean, np.sqrt(squares / max(len(block), 1))
-
-
-def aggregation_depth(n_library: int) -> int:
-    """How many of its best-matching library papers a candidate's score averages over: one
-    for a query-by-example library, two otherwise.
-
-    A researcher's library holds several topics of a few papers each; a pick should match
-    one of them, and averaging over more papers mixes topics (on CSFCube's composite
-    libraries two beat one and the earlier log2 depth: docs/models-and-quality.md).
-    """
-    return max(1, min(n_library, 2))
-
-
-def depth_for(aggregation: str | int, n_library: int) -> int:
-    """The aggregation depth an ``aggregation`` setting ("auto", "log2" or a number) gives a
-    library of ``n_library`` papers."""
-    if aggregation == "auto":
-        return aggregation_depth(n_library)
-    if aggregation == "log2":
-        return max(1, min(n_library, int(np.ceil(np.log2(n_library + 1)))))
-    return max(1, min(int(aggregation), n_library))
-
-
-def profile_share(n_library: int, weight: float) -> float:
-    """Weight of the whole-library profile: 0 for one paper, ``weight`` × (1 − 1/n) up to 10
-    papers, then falling as √(10/n) (54 papers: 0.42 × weight; 500: 0.14 × weight)."""
-    return weight * (1 - 1 / n_library) * min(1.0, float(np.sqrt(10 / n_library))) if n_library else 0.0
-
-
-def _block_part(block: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """``block[np.ix_(rows, columns)]``; when ``columns`` are all of them in order, only the
-    rows are taken (a copy fewer)."""
-    if len(columns) == block.shape[1] and np.array_equal(columns, np.arange(block.shape[1])):
-        return block[rows]
-    return block[np.ix_(rows, columns)]
-
-
-def _top_mean(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean of each row's ``k`` largest values, and the column indices of those values."""
-    n_rows, n = block.shape
-    if k >= n:
-        return block.mean(axis=1), np.tile(np.arange(n), (n_rows, 1))
-    means, columns = np.empty(n_rows), np.empty((n_rows, k), dtype=np.int64)
-    for start in range(0, n_rows, ROW_CHUNK):  # the negated block and its argpartition, a chunk at a time
-        chunk = block[start:start + ROW_CHUNK]
-        best = np.argpartition(-chunk, k - 1, axis=1)[:, :k]
-        columns[start:start + len(chunk)] = best
-        means[start:start + len(chunk)] = np.take_along_axis(chunk, best, axis=1).mean(axis=1)
-    return means, columns
-
-
-def column_top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Row positions of each column's ``k`` largest values (in no order), shape (k, n_columns).
-
-    A chunk of rows at a time, transposed so that each column's values are contiguous, then
-    the chunks' candidates merged.
-    """
-    rows, values = [], []
-    for start in range(0, len(scores), ROW_CHUNK * 8):
-        chunk = np.ascontiguousarray(scores[start:start + ROW_CHUNK * 8].T)
-        best = np.argpartition(-chunk, min(k, chunk.shape[1]) - 1, axis=1)[:, :k]
-        rows.append(best + start)
-        values.append(np.take_along_axis(chunk, best, axis=1))
-    rows, values = np.hstack(rows), np.hstack(values)
-    best = np.argpartition(-values, k - 1, axis=1)[:, :k]
-    return np.take_along_axis(rows, best, axis=1).T
 
 
 def feedback_top(feedback_scores: np.ndarray, feedback_docs: int) -> np.ndarray | None:
@@ -190,7 +103,7 @@ def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_ro
     """
     library = take_rows(vectors, library_rows)
     n_library = len(library_rows)
-    if top is None and feedback_weight > 0:
+    if top is None and feedback_weight > 0 and feedback_scores is not None:
         top = feedback_top(feedback_scores, feedback_docs)
     if top is None or feedback_weight <= 0:
         return dense_product(vectors, library, row_indices=candidate_rows)
@@ -240,10 +153,17 @@ class HybridModel(TermExplainer, Estimator):
     author_weight : float, default=40.0
         Score per unit of log(1 + authors shared with library papers) / √n, in standard
         deviations of the text score.
-    aggregation : "auto", "log2" or int, default="auto"
-        How many best-matching library papers a score averages; "auto" uses
-        :func:`aggregation_depth`, "log2" ⌈log2(n + 1)⌉ of n papers (the rule before the
-        composite-library tuning: 3 at 7 papers, 9 at 500).
+    aggregation : "auto", "topics", "log2" or int, default="auto"
+        How many best-matching library papers a score averages: "auto" two (one for a
+        one-paper library), "topics" :func:`~recommender.models.aggregation.topic_depth` (how
+        many papers the library holds on one topic: better on balanced publication lists,
+        worse where a main line meets side interests), "log2" ⌈log2(n + 1)⌉ of n papers (the
+        rule before the composite-library tuning: 3 at 7 papers, 9 at 500), or a number.
+    column_scale : {"library", "own"}, default="library"
+        What each library paper's standardised cosines are divided by: "library" the
+        geometric mean of the column's own deviation over the candidates and the library's
+        pooled one (:func:`~recommender.models.aggregation.library_spread`), "own" its own
+        deviation alone (the rule before).
     disliked_weight : float, default=0.0
         Papers the user disliked (``judgements`` of -1) push down what resembles them: the
         score loses ``disliked_weight`` × the candidate's best standardised similarity to a
@@ -254,6 +174,8 @@ class HybridModel(TermExplainer, Estimator):
     Attributes
     ----------
     scores_ : ndarray of shape (n_candidates,)
+    aggregation_depth_ : int
+        How many best-matching library papers each score averaged.
     components_ : dict of str to ndarray of shape (n_candidates,)
         The additive parts of ``scores_`` ("lexical", "dense", "profile", "authors").
     description_ : str
@@ -262,7 +184,8 @@ class HybridModel(TermExplainer, Estimator):
     def __init__(self, embedder=None, char_weight: float = 0.5, feedback_docs: int = 8, feedback_weight: float = 1.0,
                  library_feedback: bool = True, dense_weight: float = 1.0, short_text_words: int = 10,
                  dense_feedback_weight: float = 0.0, profile_weight: float = 0.0, author_weight: float = 40.0,
-                 aggregation: str | int = "auto", disliked_weight: float = 0.0, random_state: int = 0):
+                 aggregation: str | int = "auto", column_scale: str = "library", disliked_weight: float = 0.0,
+                 random_state: int = 0):
         self.embedder = embedder
         self.char_weight = char_weight
         self.feedback_docs = feedback_docs
@@ -274,6 +197,7 @@ class HybridModel(TermExplainer, Estimator):
         self.profile_weight = profile_weight
         self.author_weight = author_weight
         self.aggregation = aggregation
+        self.column_scale = column_scale
         self.disliked_weight = disliked_weight
         self.random_state = random_state
 
@@ -314,6 +238,7 @@ class HybridModel(TermExplainer, Estimator):
         feedback_rows = np.concatenate([self.candidate_rows_, self.library_rows_]) if self.library_feedback \
             else self.candidate_rows_
         lexical_vectors, lexical_block = self._lexical(rep)
+        self.aggregation_depth_ = self._depth(n_library, lexical_block)
         dense = "embedding" in rep.vectors and self.dense_weight > 0
         if dense:
             dense_weights = self.dense_weights(library)
@@ -321,7 +246,7 @@ class HybridModel(TermExplainer, Estimator):
             first_pass += dense_weights * self._first_pass(rep.blocks["embedding"], feedback_rows)
         else:
             # Standardising a column keeps its order: the plain cosines choose the same feedback.
-            first_pass = _block_part(lexical_block, feedback_rows, self.library_rows_)
+            first_pass = block_part(lexical_block, feedback_rows, self.library_rows_)
         del lexical_block  # only chose the feedback: not kept beside the expanded product (61 MB at 30,000)
         for index, value in (judgements or {}).items():
             if value < 0:  # a disliked paper is no feedback
@@ -334,14 +259,15 @@ class HybridModel(TermExplainer, Estimator):
         del first_pass
         lexical = standardize_columns(feedback_expanded_similarity(
             lexical_vectors, self.library_rows_, self.candidate_rows_, feedback_rows, None, self.feedback_docs,
-            self.feedback_weight / n_library, top=top), in_place=True)
+            self.feedback_weight / n_library, top=top), in_place=True, pooled=self._pooled)
         fused = lexical
         if dense:
             dense_z = dense_weights * standardize_columns(feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, None,
-                self.feedback_docs, self.dense_feedback_weight / n_library, top=top), in_place=True)
+                self.feedback_docs, self.dense_feedback_weight / n_library, top=top), in_place=True,
+                pooled=self._pooled)
             fused = lexical + dense_z
-        text_score, columns = _top_mean(fused, self._depth(n_library))
+        text_score, columns = top_mean(fused, self.aggregation_depth_)
         self.components_ = {"lexical": np.take_along_axis(lexical, columns, axis=1).mean(axis=1)}
         if dense:
             self.components_["dense"] = np.take_along_axis(dense_z, columns, axis=1).mean(axis=1)
@@ -366,14 +292,30 @@ class HybridModel(TermExplainer, Estimator):
         """Authors each candidate shares with the library papers, summed over them (float32, as
         the author block holds them: whole numbers, exact)."""
         if rep.author_rows is None:
-            return _block_part(rep.blocks["authors"], self.candidate_rows_, self.library_rows_).sum(axis=1)
+            return block_part(rep.blocks["authors"], self.candidate_rows_, self.library_rows_).sum(axis=1)
         # The author block's row sums without the block: the library's author counts, once.
         library_authors = np.asarray(rep.author_rows[self.library_rows_].sum(axis=0), dtype=np.float32).ravel()
         return np.asarray(rep.author_rows[self.candidate_rows_] @ library_authors).ravel()
 
-    def _depth(self, n: int) -> int:
-        """How many best-matching papers of ``n`` a score averages (``aggregation``)."""
-        return depth_for(self.aggregation, n)
+    @property
+    def _pooled(self) -> bool:
+        """Whether the columns are scaled by
+        :func:`~recommender.models.aggregation.library_spread` (``column_scale``)."""
+        if self.column_scale not in ("library", "own"):
+            raise ValueError(f"column_scale must be 'library' or 'own', not {self.column_scale!r}")
+        return self.column_scale == "library"
+
+    def _depth(self, n: int, lexical_block: np.ndarray) -> int:
+        """How many best-matching papers of ``n`` a score averages (``aggregation``); "topics"
+        reads the library papers' lexical cosines to each other, in standard deviations of the
+        candidates' (``lexical_block``: the (N, n_library) first-pass cosines)."""
+        if self.aggregation != "topics" or n <= 1:
+            return depth_for(self.aggregation, n)
+        mean, spread = column_mean_and_spread(lexical_block, self.candidate_rows_)
+        mean, spread = mean[self.library_rows_], spread[self.library_rows_]  # the columns _block_part takes
+        spread[spread == 0] = 1.0
+        own = block_part(lexical_block, self.library_rows_, self.library_rows_).astype(np.float64)
+        return depth_for(self.aggregation, n, (own - mean) / spread)
 
     def _disliked_similarity(self, rep: Representations, lexical_vectors, disliked: np.ndarray,
                              dense_weights: np.ndarray | None) -> np.ndarray:
@@ -384,17 +326,19 @@ class HybridModel(TermExplainer, Estimator):
         similarity to itself, which leaves it last."""
         rows = self.candidate_rows_[disliked]
         fused = standardize_columns(dense_product(lexical_vectors, take_rows(lexical_vectors, rows),
-                                                  row_indices=self.candidate_rows_), in_place=True)
+                                                  row_indices=self.candidate_rows_), in_place=True,
+                                    pooled=self._pooled)
         if dense_weights is not None:
             vectors = rep.vectors["embedding"]
             fused += float(np.median(dense_weights)) * standardize_columns(
-                dense_product(vectors, take_rows(vectors, rows), row_indices=self.candidate_rows_), in_place=True)
+                dense_product(vectors, take_rows(vectors, rows), row_indices=self.candidate_rows_), in_place=True,
+                pooled=self._pooled)
         return fused.max(axis=1)
 
     def _first_pass(self, block: np.ndarray, feedback_rows: np.ndarray) -> np.ndarray:
         """Standardised (over the candidates) scores of the feedback papers, (n_feedback, n_library)."""
-        scores = _block_part(block, feedback_rows, self.library_rows_)
-        return standardize_columns(scores, scores[: len(self.candidate_rows_)])
+        scores = block_part(block, feedback_rows, self.library_rows_)
+        return standardize_columns(scores, scores[: len(self.candidate_rows_)], pooled=self._pooled)
 
     def _lexical(self, rep: Representations):
         """The joined word | character vectors (unit rows, float64: the scores are computed in it)

@@ -151,7 +151,8 @@ class AffinityScorer:
             embeddings=None if columns["embedding"] is None else columns["embedding"][rows], queries=queries,
             authors=columns["authors"][rows], char_weight=model.char_weight, dense_weight=model.dense_weights(papers),
             feedback_docs=model.feedback_docs, feedback_weight=model.feedback_weight,
-            profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation))
+            profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation,
+            column_scale=model.column_scale))
 
     def _score_group(self, engine, parts, columns: "_Columns", libraries: list[list[Paper]]) -> np.ndarray:
         return np.vstack(engine.collect(self._final_states(engine, parts, columns, libraries), "out"))
@@ -167,26 +168,31 @@ class AffinityScorer:
         best = np.max([m["bm25_max"] for m in moments], axis=0)
         candidates = np.array([m["lexical"][0] for m in moments]).sum(axis=0)  # per column
         library_vectors = steps.joined(columns.word, columns.char, library.char_weight)
+        # The library papers' lexical cosines to each other: they set each profile's aggregation
+        # depth and may serve as its feedback.
+        own = steps.lexical_block(columns.word, columns.char, columns.word, columns.char, library.char_weight)
+        statistics["depths"] = steps.profile_depths(own, library, statistics["lexical"])
+        statistics.update(steps.pooled_spreads(statistics, library, ("lexical", "dense")))  # as the model scales
         expanded = library_vectors
         if self.model.feedback_docs > 0 and self.model.feedback_weight > 0:
-            expanded = self._feedback(engine, parts, states, columns, library_vectors, statistics, candidates)
+            expanded = self._feedback(engine, parts, states, columns, library_vectors, statistics, candidates, own)
         expanded = columns.layout.to_collection(sparse.csr_matrix(expanded))
         states = engine.step(steps.expanded_moments, parts, states, expanded, library.char_weight, best)
         moments = engine.collect(states, "out")
         self._step_done("expanded cosines and their moments")
         for name in ("expanded", "bm25"):
             statistics[name] = steps.merge_moments(m[name] for m in moments)
+        statistics.update(steps.pooled_spreads(statistics, library, ("expanded",)))
         return engine.step(steps.final_scores, parts, states, library, statistics)
 
     def _feedback(self, engine, parts, states, columns: "_Columns", library_vectors, statistics,
-                  candidates: np.ndarray):
+                  candidates: np.ndarray, own: np.ndarray):
         """Each library paper moved towards the centroid of its best first-pass papers (Rocchio),
         those chosen among every partition's candidates and the profile's other papers."""
         library = columns.library
         n_columns = len(library.profile_of)
         sizes = library.sizes()
-        # Library rows as feedback: a profile's other papers, never the paper itself.
-        own = steps.lexical_block(columns.word, columns.char, columns.word, columns.char, library.char_weight)
+        # Library rows as feedback (``own``: their lexical cosines): a profile's other papers, never the paper itself.
         own_dense = None if "dense" not in statistics else np.asarray(library.embeddings @ library.embeddings.T)
         own_scores = steps.first_pass(own, own_dense, statistics, library.dense_weight)
         same_profile = library.profile_of[:, None] == library.profile_of[None, :]

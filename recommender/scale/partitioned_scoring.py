@@ -24,7 +24,7 @@ import numpy as np
 from scipy import sparse
 
 from recommender.features.index_features import CountedTfidf
-from recommender.models.hybrid import depth_for, profile_share
+from recommender.models.aggregation import depth_for, profile_share
 from recommender.paper import IdentityIndex, Paper
 
 
@@ -84,6 +84,7 @@ class LibraryColumns:
     profile_weight: float
     author_weight: float
     aggregation: str | int = "auto"
+    column_scale: str = "library"
     # Collection rows (global) that are candidates but never feedback: `rank`'s disliked papers.
     not_feedback: np.ndarray | None = None
     # Also return the parts of each score (text: lexical, dense; profile; authors), as `rank` explains them.
@@ -237,6 +238,36 @@ def first_pass(block_lexical, block_dense, statistics, dense_weight: np.ndarray)
     return scores
 
 
+def pooled_spreads(statistics: dict, library: LibraryColumns, names) -> dict:
+    """The (mean, spread) ``statistics`` of ``names`` with each profile's column spreads made
+    what the hybrid model divides by (:func:`~recommender.models.aggregation.library_spread`,
+    over the profile's columns)."""
+    if library.column_scale != "library":
+        return {}
+    sizes = np.maximum(library.sizes(), 1)
+    out = {}
+    for name in names:
+        if name not in statistics:
+            continue
+        mean, spread = statistics[name]
+        spread = np.asarray(spread, dtype=np.float64)
+        pooled = np.sqrt(np.bincount(library.profile_of, spread ** 2, minlength=library.n_profiles) / sizes)
+        out[name] = (mean, np.sqrt(spread * pooled[library.profile_of]))
+    return out
+
+
+def profile_depths(own_lexical: np.ndarray, library: LibraryColumns, lexical_statistics) -> np.ndarray:
+    """Each profile's aggregation depth, as the hybrid model sets it (:func:`depth_for`): from
+    its papers' lexical cosines to each other (``own_lexical``, (n_columns, n_columns)) in
+    standard deviations of the collection's first-pass cosines (``lexical_statistics``)."""
+    if library.aggregation != "topics":
+        return np.array([depth_for(library.aggregation, int(n)) for n in library.sizes()], dtype=np.int64)
+    mean, spread = lexical_statistics
+    z = (np.asarray(own_lexical, dtype=np.float64) - mean) / nonzero(spread)
+    return np.array([depth_for(library.aggregation, len(columns), z[np.ix_(columns, columns)])
+                     for columns in map(library.columns_of, range(library.n_profiles))], dtype=np.int64)
+
+
 def local_feedback(part: CollectionPart, state: dict, library: LibraryColumns, statistics, k: int) -> dict:
     """Map 2: each column's ``k`` best first-pass rows of this part: (global rows, scores), (k, n_columns)."""
     scores = first_pass(state["lexical"], state.get("dense"), statistics, library.dense_weight)
@@ -323,7 +354,7 @@ def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, sta
     components: dict[str, np.ndarray] = {}
     for profile in range(library.n_profiles):
         columns, n = library.columns_of(profile), int(sizes[profile])
-        k = depth_for(library.aggregation, n)
+        k = int(statistics["depths"][profile])
         block = np.nan_to_num(fused[:, columns], nan=-np.inf)
         if k < n:
             best = np.argpartition(-block, k - 1, axis=1)[:, :k]

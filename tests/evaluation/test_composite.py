@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from connectors.files import csfcube
 from recommender.cli import main
 from recommender.evaluation import composite
+from recommender.evaluation.holdout import model_scorer
+from recommender.models.hybrid import HybridModel
 from tests.conftest import DATA, SHARED, require
 
 MINI = DATA / "csfcube-mini"
@@ -122,6 +124,65 @@ def test_every_method_runs_on_the_same_libraries(mini, libraries):
         composite.evaluate_composite(mini, chosen, ["embedding"])
 
 
+class GradedPools:
+    """The data interface the builders read (``pool``, ``query_facets``), over made-up pools: query
+    ``Q<i>`` has ``relevant[i]`` grade-2/3 candidates of its own, 10 grade-0/1 ones, and one
+    grade-2 candidate it shares with the next query (a paper two topics both want)."""
+
+    def __init__(self, relevant):
+        self.relevant = relevant
+
+    def query_facets(self, fold):
+        return [(f"Q{i}", ("background", "method", "result")[i % 3]) for i in range(len(self.relevant))]
+
+    def pool(self, query, facet):
+        i = int(query[1:])
+        grades = {f"Q{i}-r{j}": 2 + j % 2 for j in range(self.relevant[i])}
+        grades.update({f"Q{i}-o{j}": j % 2 for j in range(10)})
+        grades[f"shared{i}"] = 2
+        if i:
+            grades[f"shared{i - 1}"] = 3
+        return grades
+
+
+def test_publication_lists_are_balanced_or_a_main_line_with_side_interests():
+    data = GradedPools([14, 13, 7, 6, 5, 3, 2, 12, 8, 16])
+    built = composite.build_publication_libraries(data, "fold1_dev", count=8)
+    assert built == composite.build_publication_libraries(data, "fold1_dev", count=8)  # seeded
+    assert built != composite.build_publication_libraries(data, "fold1_dev", count=8, seed=1)
+    targets = [3, 4, 5, 6, 3, 4, 5, 6]
+    # Balanced lists reach their number of topics; a main-line list passes over the topics drawn
+    # before its main topic (too small to be one), so it may end with fewer.
+    assert all(len(lib.query_facets) == target if number % 2 == 0 else 3 <= len(lib.query_facets) <= target
+               for number, (lib, target) in enumerate(zip(built, targets)))
+    for number, lib in enumerate(built):
+        members = set(lib.library)
+        assert lib.name == f"fold1_dev/publications#{number}"
+        assert len(members) == lib.size and not members & set(lib.grades)
+        owns = []
+        for position, (query, facet) in enumerate(lib.query_facets):
+            relevant = {paper for paper, grade in data.pool(query, facet).items() if grade >= 2}
+            own = relevant & members
+            owns.append(len(own))
+            assert query in members
+            if number % 2 == 0:  # balanced: half of every topic's relevant papers, from topics of 6 or more
+                assert len(relevant) >= 6 and len(own) >= (len(relevant) + 1) // 2
+            elif position == 0:  # the main line: three quarters, from a topic of 12 or more
+                assert len(relevant) >= 12 and len(own) >= (3 * len(relevant) + 3) // 4
+            else:  # a side interest: its query paper and one relevant paper (two when one is shared)
+                assert len(relevant) >= 3 and 1 <= len(own) <= 3
+        if number % 2:
+            assert owns[0] > max(owns[1:])
+        pooled = {}
+        for query, facet in lib.query_facets:
+            for paper, grade in data.pool(query, facet).items():
+                pooled[paper] = max(pooled.get(paper, 0), grade)
+        assert lib.grades == {paper: grade for paper, grade in pooled.items() if paper not in members}
+        assert sum(grade >= 2 for grade in lib.grades.values()) > 0  # relevant papers left to find
+    # Too few topics to choose from: a list that cannot reach 3 topics is left out.
+    assert composite.build_publication_libraries(GradedPools([14, 2, 2, 2]), "fold1_dev", count=4) == []
+
+
 def test_the_real_dataset_gives_researcher_shaped_libraries():
     data = csfcube.load(require(CSFCUBE))
     for fold in ("fold1_dev", "fold1_test"):
@@ -147,6 +208,29 @@ def test_the_default_beats_tfidf_on_the_tuning_folds_composite_libraries():
     assert table["hybrid"]["ndcg%20"] > table["tfidf"]["ndcg%20"] and table["hybrid"]["map"] > table["tfidf"]["map"]
 
 
+def test_on_publication_lists_the_shared_scale_helps_and_the_topics_depth_helps_balanced_ones():
+    # fold1_dev publication lists (docs/models-and-quality.md), lexical default: the library
+    # scale against each paper's own (the rule before) on both shapes; the "topics" depth
+    # against the default's two on balanced lists; the default against TF-IDF on balanced lists.
+    data = csfcube.load(require(CSFCUBE))
+    built = composite.build_publication_libraries(data, "fold1_dev")
+    shape = composite.describe(built)
+    assert shape["libraries"] == 20 and 3 <= shape["topics_mean"] <= 6 and shape["size_mean"] > 20
+    settings = {"own scale": {"column_scale": "own"}, "topics": {"aggregation": "topics"}}
+    results = composite.evaluate_composite(
+        data, built, ["tfidf", "hybrid", *settings],
+        extra_scorers={name: model_scorer(lambda kw=kw: HybridModel(**kw)) for name, kw in settings.items()})
+    table = composite.publication_summary(results, built)
+    assert table["balanced"]["libraries"] == table["main line"]["libraries"] == 10
+    for shape_name in ("balanced", "main line"):
+        methods = table[shape_name]["methods"]
+        assert methods["hybrid"]["ndcg%20"] > methods["own scale"]["ndcg%20"]
+    assert table["all"]["methods"]["hybrid"]["map"] > table["all"]["methods"]["own scale"]["map"]
+    balanced = table["balanced"]["methods"]
+    assert balanced["topics"]["ndcg%20"] > balanced["hybrid"]["ndcg%20"] > balanced["tfidf"]["ndcg%20"]
+    assert balanced["topics"]["map"] > balanced["hybrid"]["map"] > balanced["tfidf"]["map"]
+
+
 def test_the_cli_runs_the_composite_benchmark(tmp_path):
     runner = CliRunner()
     result = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(MINI),
@@ -160,11 +244,18 @@ def test_the_cli_runs_the_composite_benchmark(tmp_path):
     assert set(test["composite"]) == {"all", "5-8", "9-14", "15-20"}
     assert set(test["composite"]["all"]["methods"]) == {"random", "tfidf", "hybrid"} == set(payload["methods"])
     assert set(test["single_query"]) == {"random", "tfidf", "hybrid"}
-    assert all(name.startswith(("fold1_dev#", "fold1_test#")) for name in payload["libraries"])
+    assert all(name.startswith(("fold1_dev#", "fold1_test#", "fold1_dev/publications#", "fold1_test/publications#"))
+               for name in payload["libraries"])
+    lists = test["publications"]
+    # The fixture's topics are too small for a main line: its lists are the balanced ones.
+    assert lists["shape"]["libraries"] == lists["all"]["libraries"] == lists["balanced"]["libraries"] == 10
+    assert lists["main line"]["libraries"] == 0 and set(lists["all"]["methods"]) == {"random", "tfidf", "hybrid"}
+    assert lists["all"]["methods"]["tfidf"]["ndcg%20"] > lists["all"]["methods"]["random"]["ndcg%20"]
     table = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(MINI), "--fold",
                                  "fold2_dev", "--methods", "tfidf", "--limit", "2"])
     assert table.exit_code == 0, table.output
     assert "composite libraries, fold1_dev" in table.stdout and "composite libraries, fold2_dev" in table.stdout
+    assert "lists (2)" in table.stdout and "balanced (2)" in table.stdout and "main line (0)" in table.stdout
     missing = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(tmp_path)])
     assert missing.exit_code != 0 and "not a CSFCube directory" in missing.output
     unknown = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(MINI),

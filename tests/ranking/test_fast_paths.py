@@ -12,7 +12,8 @@ from recommender.features.collection_index import CollectionIndexBuilder
 from recommender.features.index_features import CountedTfidf, document_frequency_limits, tfidf_norms, tfidf_rows
 from recommender.features.sparse_products import SideBySide, _split, dense_product, head_product
 from recommender.features.word_grams import count_word_grams
-from recommender.models.hybrid import HybridModel, _top_mean, column_top_k, standardize_columns
+from recommender.models.aggregation import column_top_k, standardize_columns, top_mean
+from recommender.models.hybrid import HybridModel
 from recommender.text import STOP_WORDS, strip_accents
 from tests.conftest import CONFERENCES, DATA, EXAMPLE_LIBRARY, require
 
@@ -285,7 +286,7 @@ def test_shared_authors_are_the_author_blocks_sums():
 def test_chunked_selections_and_standardising_are_the_plain_ones(chunk, monkeypatch):
     """Feedback choice (each column's k best rows), the in-place standardising and each row's
     k best columns, a chunk of rows at a time, on a real first-pass block."""
-    monkeypatch.setattr("recommender.models.hybrid.ROW_CHUNK", chunk)
+    monkeypatch.setattr("recommender.models.aggregation.ROW_CHUNK", chunk)
     rep = _real_representations()
     block = (rep.blocks["word"] + 0.25 * rep.blocks["char"]).astype(np.float64)
     block[np.arange(rep.n_library), np.arange(rep.n_library)] = -np.inf  # not its own feedback
@@ -305,7 +306,7 @@ def test_chunked_selections_and_standardising_are_the_plain_ones(chunk, monkeypa
     expected = (finite - finite.mean(axis=0)) / finite.std(axis=0)
     np.testing.assert_allclose(standardize_columns(finite.copy(), in_place=True), expected, rtol=1e-12, atol=1e-12)
     for k in (1, 9, finite.shape[1]):
-        means, columns = _top_mean(finite, k)
+        means, columns = top_mean(finite, k)
         np.testing.assert_array_equal(np.take_along_axis(finite, columns, axis=1).mean(axis=1), means)
         np.testing.assert_allclose(means, np.sort(finite, axis=1)[:, -k:].mean(axis=1), rtol=1e-12, atol=1e-12)
 

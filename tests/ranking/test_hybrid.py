@@ -6,15 +6,9 @@ import pytest
 from sklearn.base import clone
 
 import connectors
-from recommender import Paper, Ranker
-from recommender.models.hybrid import (
-    HybridModel,
-    aggregation_depth,
-    feedback_expanded_similarity,
-    feedback_top,
-    profile_share,
-    standardize_columns,
-)
+from recommender import Paper, Ranker, defaults
+from recommender.models.aggregation import depth_for, library_spread, profile_share, standardize_columns, topic_depth
+from recommender.models.hybrid import HybridModel, feedback_expanded_similarity, feedback_top
 from tests.conftest import EXAMPLE_LIBRARY, SEEDS, require
 
 QUERY = Paper(id="q", title="Masked diffusion language models",
@@ -38,10 +32,82 @@ CANDIDATES = [
 def test_standardize_columns_and_depths():
     block = standardize_columns(np.array([[1.0, 5.0], [3.0, 5.0]]))
     np.testing.assert_allclose(block, [[-1.0, 0.0], [1.0, 0.0]])  # a constant column stays finite
-    assert [aggregation_depth(n) for n in (1, 2, 3, 7, 100, 500)] == [1, 2, 2, 2, 2, 2]
     assert profile_share(1, 3.0) == 0.0
     assert profile_share(10, 3.0) == pytest.approx(2.7)
     assert profile_share(500, 3.0) == pytest.approx(3.0 * 0.998 * np.sqrt(10 / 500))
+
+
+def test_the_topics_depth_is_the_lower_quartile_of_topic_sizes_at_least_two():
+    two_topics = np.full((8, 8), -0.5)
+    two_topics[:4, :4] = two_topics[4:, 4:] = 3.0  # two topics of four papers each
+    np.fill_diagonal(two_topics, 100.0)  # a paper is not its own topic-mate
+    assert topic_depth(two_topics) == 4
+    main_line = np.zeros((16, 16))
+    main_line[:10, :10] = 2.5  # a main line of ten papers and six side interests of one paper each:
+    assert topic_depth(main_line) == 2  # the lower quartile of topic sizes is 1 (their mean is 6.6)
+    main_line[10:13, 10:13] = main_line[13:, 13:] = 2.5  # the side interests, two topics of three
+    assert topic_depth(main_line) == 3
+    assert topic_depth(np.zeros((7, 7))) == 2  # seven topics of one paper: the floor of two
+    assert topic_depth(np.full((2, 2), 9.0)) == 2 and topic_depth(np.zeros((1, 1))) == 1
+    assert topic_depth(np.full((3, 3), 2.0)) == 2  # at the threshold is not above it
+    assert [depth_for("auto", n) for n in (1, 2, 3, 500)] == [1, 2, 2, 2]  # the default
+    assert [depth_for(4, n) for n in (1, 3, 500)] == [1, 3, 4]
+    assert [depth_for("log2", n) for n in (1, 7, 500)] == [1, 3, 9]
+    assert depth_for("topics", 1) == 1 and depth_for("topics", 8, two_topics) == 4
+    with pytest.raises(ValueError, match="z-scores"):
+        depth_for("topics", 5)
+
+
+def test_no_feedback_papers_means_no_feedback():
+    # feedback_docs=0 once failed (the feedback was chosen from scores already let go).
+    collection = connectors.load(defaults.bundled_collection())
+    example = connectors.load(EXAMPLE_LIBRARY)
+    none = HybridModel(feedback_docs=0).fit(example, collection).scores_
+    np.testing.assert_allclose(none, HybridModel(feedback_weight=0.0).fit(example, collection).scores_, atol=1e-12)
+    assert np.abs(none - HybridModel().fit(example, collection).scores_).max() > 1e-3
+
+
+def test_library_spread_moves_each_column_half_way_to_the_pooled_spread():
+    spread = np.array([1.0, 4.0, 0.0])
+    pooled = np.sqrt((1.0 + 16.0 + 0.0) / 3)
+    np.testing.assert_allclose(library_spread(spread), np.sqrt(spread * pooled))
+    np.testing.assert_allclose(library_spread(np.array([2.0, 2.0, 2.0])), [2.0, 2.0, 2.0])  # equal spreads stay
+    block = np.array([[0.1, 0.5, 0.3], [0.3, 0.5, 0.9], [0.2, 0.5, 0.6]])
+    scaled = standardize_columns(block, pooled=True)
+    assert np.all(np.isfinite(scaled)) and np.all(scaled[:, 1] == 0.0)  # a constant column stays 0
+    np.testing.assert_allclose(scaled.mean(axis=0), 0.0, atol=1e-12)
+    own = standardize_columns(block)
+    # The narrow column (0) is stretched less than by its own spread, the broad one (2) more.
+    assert np.ptp(scaled[:, 0]) < np.ptp(own[:, 0]) and np.ptp(scaled[:, 2]) > np.ptp(own[:, 2])
+
+
+def test_column_scale_changes_only_libraries_of_several_papers():
+    collection = connectors.load(defaults.bundled_collection())
+    one = [QUERY]
+    np.testing.assert_array_equal(HybridModel().fit(one, collection).scores_,
+                                  HybridModel(column_scale="own").fit(one, collection).scores_)
+    example = connectors.load(EXAMPLE_LIBRARY)
+    library, own = HybridModel().fit(example, collection).scores_, HybridModel(column_scale="own").fit(
+        example, collection).scores_
+    assert np.abs(library - own).max() > 1e-3
+    with pytest.raises(ValueError, match="column_scale"):
+        HybridModel(column_scale="pooled").fit(example, collection)
+
+
+def test_a_library_of_two_topics_averages_more_papers_than_one_of_scattered_papers():
+    collection = connectors.load(defaults.bundled_collection())
+    example = connectors.load(EXAMPLE_LIBRARY)  # 54 papers on diffusion models and diffusion language models
+    model = HybridModel(aggregation="topics").fit(example, collection)
+    assert model.aggregation_depth_ > 4 and HybridModel().fit(example, collection).aggregation_depth_ == 2
+    fixed = HybridModel(aggregation=model.aggregation_depth_).fit(example, collection)
+    np.testing.assert_array_equal(model.scores_, fixed.scores_)  # "topics" is that depth, nothing else
+    scattered = [Paper(id=f"s{i}", title=title, abstract=abstract) for i, (title, abstract) in enumerate([
+        ("Protein folding with attention", "We predict protein structure from sequence with attention networks."),
+        ("Offline reinforcement learning", "Conservative value estimates let agents learn from fixed datasets."),
+        ("Graph neural networks for molecules", "Message passing networks predict molecular properties."),
+        ("Speech recognition at scale", "Weakly supervised training on audio transcribes many languages."),
+    ])]
+    assert HybridModel(aggregation="topics").fit(scattered, collection).aggregation_depth_ == 2
 
 
 def test_feedback_moves_each_library_vector_towards_its_best_feedback_papers():

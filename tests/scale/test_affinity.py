@@ -89,6 +89,29 @@ def test_each_profile_scores_every_paper_as_rank_scores_its_library(profiles_dir
     assert alice == sorted(alice, reverse=True)
 
 
+@pytest.mark.parametrize("settings", [{"column_scale": "own"}, {"aggregation": "topics"}, {"aggregation": 4}])
+def test_the_partitioned_scores_follow_the_models_scaling_and_depth(profiles_dir, settings):
+    """The library-paper scaling and aggregation depth the model is given are the partitioned
+    path's too (the default's are checked against `rank` above)."""
+    from recommender.scale.affinity import AffinityScorer
+    from recommender.scale.cluster import LocalEngine
+
+    model = HybridModel(**settings)
+    collection = connectors.load(COLLECTION)
+    index = model.index_builder().build(collection)
+    got = {r.profile_id: dict(zip(r.rows, r.scores))
+           for r in AffinityScorer(model).score(index, load_profiles(profiles_dir), LocalEngine(), 3)}
+    library = connectors.load(EXAMPLE_LIBRARY)
+    fitted = HybridModel(**settings).fit(library, collection)
+    # The example library's 54 papers on two topics: a topics depth of 6.
+    assert fitted.aggregation_depth_ == {"topics": 6, 4: 4}.get(settings.get("aggregation"), 2)
+    expected = dict(enumerate(fitted.scores_))
+    assert got["alice"].keys() == expected.keys()
+    assert max(abs(got["alice"][row] - expected[row]) for row in expected) < 5e-7
+    default = dict(enumerate(HybridModel().fit(library, collection).scores_))
+    assert max(abs(got["alice"][row] - default[row]) for row in expected) > 1e-3  # the setting matters here
+
+
 def test_top_k_keeps_each_profiles_best(profiles_dir, tmp_path):
     run("affinity", "--profiles", str(profiles_dir), "-c", str(COLLECTION), "-o", str(tmp_path / "all.csv"))
     result = run("affinity", "--profiles", str(profiles_dir), "-c", str(COLLECTION), "-n", "5",
