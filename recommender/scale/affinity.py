@@ -168,13 +168,15 @@ class AffinityScorer:
         best = np.max([m["bm25_max"] for m in moments], axis=0)
         candidates = np.array([m["lexical"][0] for m in moments]).sum(axis=0)  # per column
         library_vectors = steps.joined(columns.word, columns.char, library.char_weight)
-        # The library papers' lexical cosines to each other: they set each profile's aggregation
-        # depth and may serve as its feedback.
-        own = steps.lexical_block(columns.word, columns.char, columns.word, columns.char, library.char_weight)
+        feedback = self.model.feedback_docs > 0 and self.model.feedback_weight > 0
+        # The library papers' lexical cosines to each other: they serve the feedback and the
+        # "topics" aggregation depth.
+        own = steps.lexical_block(columns.word, columns.char, columns.word, columns.char, library.char_weight) \
+            if feedback or library.aggregation == "topics" else None
         statistics["depths"] = steps.profile_depths(own, library, statistics["lexical"])
         statistics.update(steps.pooled_spreads(statistics, library, ("lexical", "dense")))  # as the model scales
         expanded = library_vectors
-        if self.model.feedback_docs > 0 and self.model.feedback_weight > 0:
+        if feedback:
             expanded = self._feedback(engine, parts, states, columns, library_vectors, statistics, candidates, own)
         expanded = columns.layout.to_collection(sparse.csr_matrix(expanded))
         states = engine.step(steps.expanded_moments, parts, states, expanded, library.char_weight, best)

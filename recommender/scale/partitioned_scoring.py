@@ -256,10 +256,11 @@ def pooled_spreads(statistics: dict, library: LibraryColumns, names) -> dict:
     return out
 
 
-def profile_depths(own_lexical: np.ndarray, library: LibraryColumns, lexical_statistics) -> np.ndarray:
-    """Each profile's aggregation depth, as the hybrid model sets it (:func:`depth_for`): from
-    its papers' lexical cosines to each other (``own_lexical``, (n_columns, n_columns)) in
-    standard deviations of the collection's first-pass cosines (``lexical_statistics``)."""
+def profile_depths(own_lexical: np.ndarray | None, library: LibraryColumns, lexical_statistics) -> np.ndarray:
+    """Each profile's aggregation depth, as the hybrid model sets it (:func:`depth_for`); for
+    "topics", from its papers' lexical cosines to each other (``own_lexical``, (n_columns,
+    n_columns), needed then) in standard deviations of the collection's first-pass cosines
+    (``lexical_statistics``)."""
     if library.aggregation != "topics":
         return np.array([depth_for(library.aggregation, int(n)) for n in library.sizes()], dtype=np.int64)
     mean, spread = lexical_statistics

@@ -89,10 +89,11 @@ def test_each_profile_scores_every_paper_as_rank_scores_its_library(profiles_dir
     assert alice == sorted(alice, reverse=True)
 
 
-@pytest.mark.parametrize("settings", [{"column_scale": "own"}, {"aggregation": "topics"}, {"aggregation": 4}])
+@pytest.mark.parametrize("settings", [{"column_scale": "own"}, {"aggregation": "topics"}, {"aggregation": 4},
+                                      {"feedback_docs": 0}])
 def test_the_partitioned_scores_follow_the_models_scaling_and_depth(profiles_dir, settings):
-    """The library-paper scaling and aggregation depth the model is given are the partitioned
-    path's too (the default's are checked against `rank` above)."""
+    """The library-paper scaling, aggregation depth and pseudo-relevance feedback the model is
+    given are the partitioned path's too (the default's are checked against `rank` above)."""
     from recommender.scale.affinity import AffinityScorer
     from recommender.scale.cluster import LocalEngine
 
