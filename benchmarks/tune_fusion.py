@@ -5,7 +5,8 @@ libraries together, one embedder at a time.
     python -m benchmarks.tune_fusion --embedder static --output benchmarks/results/tune_fusion_static.json
     python -m benchmarks.tune_fusion --embedder none   --output benchmarks/results/tune_fusion_none.json
     python -m benchmarks.tune_fusion --fold fold1_test --grid "aggregation=1,profile_weight=0"  # report a choice
-    python -m benchmarks.tune_fusion --grid "aggregation=auto|2|log2" --output benchmarks/results/tune_depth_minilm.json
+    python -m benchmarks.tune_fusion --grid "aggregation=auto|topics|log2;column_scale=library|own" \
+        --output benchmarks/results/tune_depth_fold1_dev_minilm.json
 
 Each task (a query paper and its pool, a composite library or a publication list and its
 collection, see :mod:`recommender.evaluation.composite`) is indexed once; every setting of the grid is then
@@ -34,7 +35,7 @@ from recommender.models.hybrid import HybridModel
 from recommender.models.index_fit import fit_on_index
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "csfcube"
-DEFAULT_GRID = "aggregation=auto|log2|1|2;profile_weight=3|1|0;dense_weight=0.5|1|1.5"
+DEFAULT_GRID = "aggregation=auto|topics|log2|1;profile_weight=3|1|0;dense_weight=0.5|1|1.5"
 
 
 def parse_grid(text: str) -> list[dict]:

@@ -233,6 +233,7 @@ class HybridModel(TermExplainer, Estimator):
         n_candidates, n_library = len(self.candidate_rows_), len(self.library_rows_)
         if n_library == 0:
             raise ValueError("the library has no papers to rank against")
+        pooled = self._pooled  # an unknown column_scale fails here, before any product
         # Feedback comes from the collection and, where the library has more than one paper,
         # from the library itself: a user's other papers are real relevance feedback.
         feedback_rows = np.concatenate([self.candidate_rows_, self.library_rows_]) if self.library_feedback \
@@ -259,13 +260,13 @@ class HybridModel(TermExplainer, Estimator):
         del first_pass
         lexical = standardize_columns(feedback_expanded_similarity(
             lexical_vectors, self.library_rows_, self.candidate_rows_, feedback_rows, None, self.feedback_docs,
-            self.feedback_weight / n_library, top=top), in_place=True, pooled=self._pooled)
+            self.feedback_weight / n_library, top=top), in_place=True, pooled=pooled)
         fused = lexical
         if dense:
             dense_z = dense_weights * standardize_columns(feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, None,
                 self.feedback_docs, self.dense_feedback_weight / n_library, top=top), in_place=True,
-                pooled=self._pooled)
+                pooled=pooled)
             fused = lexical + dense_z
         text_score, columns = top_mean(fused, self.aggregation_depth_)
         self.components_ = {"lexical": np.take_along_axis(lexical, columns, axis=1).mean(axis=1)}
