@@ -7,6 +7,7 @@ libraries together, one embedder at a time.
     python -m benchmarks.tune_fusion --fold fold1_test --grid "aggregation=1,profile_weight=0"  # report a choice
     python -m benchmarks.tune_fusion --grid "aggregation=auto|topics|log2;column_scale=library|own" \
         --output benchmarks/results/tune_depth_fold1_dev_minilm.json
+    python -m benchmarks.tune_fusion --short-lists --grid "column_prior=0|300|1000"   # 16 candidates a list
 
 Each task (a query paper and its pool, a composite library or a publication list and its
 collection, see :mod:`recommender.evaluation.composite`) is indexed once; every setting of the grid is then
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from connectors.files import csfcube
-from recommender.evaluation import composite
+from recommender.evaluation import composite, short_lists
 from recommender.evaluation.holdout import score_tfidf_max, top_mean_cosine
 from recommender.evaluation.human_judgements import average_precision, ndcg_at_share
 from recommender.features.collection_index import CollectionIndexBuilder
@@ -107,6 +108,34 @@ def run(data, fold: str, embedder, grid: list[dict]) -> dict:
                    for kind, values in kinds.items()} for name, kinds in results.items()}
 
 
+def run_short(data, fold: str, embedder, grid: list[dict]) -> dict:
+    """The grid and the baselines on the fold's short lists (:mod:`recommender.evaluation.short_lists`):
+    each list the whole collection, indexed on its own; ``{name: {kind: [loss]}}``."""
+    results: dict[str, dict[str, list[float]]] = {}
+    builder = CollectionIndexBuilder(use_char=True, embedder=embedder)
+    vectors: dict[str, np.ndarray] = {}
+    for short in short_lists.build_short_lists(data, fold):
+        library_ids, candidate_ids = list(short.library), list(short.candidates)
+        library = [data.papers[i] for i in library_ids]
+        collection = [data.papers[i] for i in candidate_ids]
+        found = {"tfidf": score_tfidf_max(library, collection)}
+        if embedder is not None:
+            missing = [i for i in dict.fromkeys(library_ids + candidate_ids) if i not in vectors]
+            if missing:
+                for paper_id, vector in zip(missing, embedder.embed([data.papers[i].text for i in missing])):
+                    vectors[paper_id] = np.asarray(vector)
+            lib_v, col_v = np.stack([vectors[i] for i in library_ids]), np.stack([vectors[i] for i in candidate_ids])
+            found["dense max"], found["dense top3"] = top_mean_cosine(lib_v, col_v, 1), top_mean_cosine(lib_v, col_v, 3)
+        index = builder.build(collection)
+        for settings in grid:
+            found[label(settings)] = fit_on_index(HybridModel(embedder=embedder, **settings), index, library).scores_
+        for name, scores in found.items():
+            loss = short_lists.pairwise_loss(candidate_ids, scores, short.grades)
+            results.setdefault(name, {}).setdefault(short.kind, []).append(loss)
+    return {name: {kind: [round(float(np.mean(values)), 4)] for kind, values in kinds.items()}
+            for name, kinds in results.items()}
+
+
 def label(settings: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in settings.items()) or "default"
 
@@ -118,6 +147,9 @@ def main(argv=None) -> int:
     parser.add_argument("--embedder", default="auto")
     parser.add_argument("--grid", default=DEFAULT_GRID)
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--short-lists", action="store_true",
+                        help="Rank the fold's short lists of 16 graded candidates (weighted pairwise loss, lower "
+                             "is better) instead of the pools.")
     args = parser.parse_args(argv)
     embedder = resolve_embedder(args.embedder)
     grid = parse_grid(args.grid)
@@ -125,18 +157,29 @@ def main(argv=None) -> int:
         grid = [dict(s) for s in {tuple((k, v) for k, v in s.items() if k != "dense_weight") for s in
                                   map(lambda s: s, grid)}]
     started = time.perf_counter()
-    table = run(csfcube.load(args.data), args.fold, embedder, grid)
+    data = csfcube.load(args.data)
+    table = run_short(data, args.fold, embedder, grid) if args.short_lists else run(data, args.fold, embedder, grid)
     seconds = round(time.perf_counter() - started, 1)
     name = getattr(embedder, "model_id", "none")
-    kinds = ("single", "composite", "balanced lists", "main line lists")
-    print(f"{args.fold}, dense channel {name}: NDCG%20 / MAP ({' | '.join(kinds)} | mean of the four NDCG)\n")
-    rows = sorted(table.items(), key=lambda item: -sum(item[1][kind][0] for kind in kinds))
-    for method, found in rows:
-        print(f"{method:55s} " + " | ".join(f"{found[kind][0]:.3f} / {found[kind][1]:.3f}" for kind in kinds)
-              + f" | {sum(found[kind][0] for kind in kinds) / len(kinds):.3f}")
+    if args.short_lists:
+        kinds = short_lists.KINDS
+        print(f"{args.fold} short lists, dense channel {name}: weighted pairwise loss, lower is better "
+              f"({' | '.join(kinds)} | mean of the four)\n")
+        rows = sorted(table.items(), key=lambda item: sum(item[1][kind][0] for kind in kinds))
+        for method, found in rows:
+            print(f"{method:55s} " + " | ".join(f"{found[kind][0]:.3f}" for kind in kinds)
+                  + f" | {sum(found[kind][0] for kind in kinds) / len(kinds):.3f}")
+    else:
+        kinds = ("single", "composite", "balanced lists", "main line lists")
+        print(f"{args.fold}, dense channel {name}: NDCG%20 / MAP ({' | '.join(kinds)} | mean of the four NDCG)\n")
+        rows = sorted(table.items(), key=lambda item: -sum(item[1][kind][0] for kind in kinds))
+        for method, found in rows:
+            print(f"{method:55s} " + " | ".join(f"{found[kind][0]:.3f} / {found[kind][1]:.3f}" for kind in kinds)
+                  + f" | {sum(found[kind][0] for kind in kinds) / len(kinds):.3f}")
     print(f"\n({len(grid)} settings in {seconds} s)", file=sys.stderr)
     if args.output:
-        args.output.write_text(json.dumps({"benchmark": "csfcube-fusion-grid", "fold": args.fold, "embedder": name,
+        args.output.write_text(json.dumps({"benchmark": "csfcube-short-grid" if args.short_lists else
+                                           "csfcube-fusion-grid", "fold": args.fold, "embedder": name,
                                            "results": table, "seconds": seconds}, indent=2) + "\n", encoding="utf-8")
     return 0
 

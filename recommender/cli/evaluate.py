@@ -13,7 +13,7 @@ from recommender import defaults
 from recommender.cli.common import fail, load_sources, make_embedder, say
 from recommender.report import formats as report
 
-BENCHMARKS = ("library", "csfcube", "csfcube-composite", "csfcube-feedback", "author-continuity")
+BENCHMARKS = ("library", "csfcube", "csfcube-composite", "csfcube-short", "csfcube-feedback", "author-continuity")
 CSFCUBE_FOLDS = ("fold1_test", "fold1_dev", "fold2_test", "fold2_dev", "all")
 # Where the developers' data lies beside a source checkout (shared/data/ next to the repository:
 # recommender/cli/evaluate.py -> parents[2] is the checkout, parents[3] the folder holding it).
@@ -37,21 +37,23 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="library", show_default=True,
               help="csfcube: expert relevance judgements (the measure litrank is tuned by); csfcube-composite: "
                    "the same judgements, libraries of 5-20 papers on several topics and publication lists of "
-                   "16-47 composed from them; csfcube-feedback: "
+                   "16-47 composed from them; csfcube-short: the same libraries, each ranking short lists of "
+                   "16 graded candidates (pairwise loss); csfcube-feedback: "
                    "what judging the first 5, 10 or 20 picks buys on both; library: how well "
                    "papers hidden from your own library are found again (a proxy); author-continuity: an "
                    "author's next papers from their earlier ones (a proxy, on conference lists given by --data).")
 @click.option("--data", default=None, metavar="DIR",
-              help="csfcube, csfcube-composite, csfcube-feedback: the CSFCube directory (default $LITRANK_CSFCUBE_DIR); author-continuity: the "
+              help="csfcube, csfcube-composite, csfcube-short, csfcube-feedback: the CSFCube directory (default $LITRANK_CSFCUBE_DIR); author-continuity: the "
                    "folder of <venue><year>.jsonl.gz conference lists (default $LITRANK_CONFERENCES_DIR).")
 @click.option("--fold", type=click.Choice(CSFCUBE_FOLDS), default="fold1_test", show_default=True,
-              help="csfcube, csfcube-composite, csfcube-feedback: the fold the main table reports (litrank is tuned "
+              help="csfcube, csfcube-composite, csfcube-short, csfcube-feedback: the fold the main table reports (litrank is tuned "
                    "on fold1_dev).")
 @click.option("--methods", default=None, metavar="A,B,...",
               help="Only these methods (default: all, with the embedding ones when an embedder is in use).")
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="csfcube: only the first N query-facets of each fold (a quick check, not a result); "
-                   "csfcube-composite: the first N libraries of each fold; csfcube-feedback: the first N tasks; "
+                   "csfcube-composite: the first N libraries of each fold; csfcube-short: the first N short lists of "
+                   "each kind and fold; csfcube-feedback: the first N tasks; "
                    "author-continuity: a seeded sample of N authors per configuration.")
 @click.option("-l", "--library", "library_sources", multiple=True, metavar="SOURCE",
               help="library: your library (repeatable). Default: the bundled example library.")
@@ -74,6 +76,7 @@ def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_
       litrank evaluate --benchmark csfcube                  # human judgements; what the default model is tuned by
       litrank evaluate --benchmark csfcube --format json --embedder none
       litrank evaluate --benchmark csfcube-composite        # libraries of several topics, publication lists
+      litrank evaluate --benchmark csfcube-short            # short lists of 16 graded candidates
       litrank evaluate --benchmark csfcube-feedback         # what judging the first k picks buys
       litrank evaluate                                      # hide 20% of the bundled library, find it again
       litrank evaluate -l refs.bib -c icml2026.jsonl --repeats 10
@@ -92,6 +95,9 @@ def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_
         elif benchmark == "csfcube-composite":
             _csfcube_composite(_data_directory(data, "LITRANK_CSFCUBE_DIR", "csfcube"), fold, chosen, limit,
                                embedding_model, seed, output_format)
+        elif benchmark == "csfcube-short":
+            _csfcube_short(_data_directory(data, "LITRANK_CSFCUBE_DIR", "csfcube"), fold, chosen, limit,
+                           embedding_model, seed, output_format)
         elif benchmark == "csfcube-feedback":
             _csfcube_feedback(_data_directory(data, "LITRANK_CSFCUBE_DIR", "csfcube"), fold, chosen, limit,
                               embedding_model, output_format)
@@ -206,6 +212,42 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
                  f"{lists_shape.get('topics_mean', 0)} topics; litrank is tuned on fold1_dev)")
         click.echo(report.render_grid(title, columns, rows, width=140) + "\n", nl=False)
     say(f"{len(everything) + len(every_list)} libraries, {len(methods)} methods in {seconds} s.")
+
+
+def _csfcube_short(directory: Path, fold: str, methods, limit, embedder, seed: int, output_format: str) -> None:
+    import time
+
+    from connectors.files import csfcube
+    from recommender.evaluation import composite, short_lists
+
+    started = time.perf_counter()
+    data = csfcube.load(directory)
+    methods = methods or composite.default_methods(embedder)
+    folds = list(dict.fromkeys(["fold1_dev", "fold1_test"] if fold == "all" else ["fold1_dev", fold]))
+    lists = {name: short_lists.first_of_each_kind(short_lists.build_short_lists(data, name, seed=seed), limit)
+             for name in folds}
+    every = [short for name in folds for short in lists[name]]
+    results = short_lists.evaluate_short_lists(data, every, methods, embedder=embedder, seed=seed)
+    by_fold = {name: short_lists.summary(results, lists[name]) for name in folds}
+    if fold == "all":
+        by_fold["all"] = short_lists.summary(results, every)
+    seconds = round(time.perf_counter() - started, 1)
+    if output_format == "json":
+        click.echo(json.dumps({"benchmark": "csfcube-short", "fold": fold, "tuned_on": "fold1_dev", "seed": seed,
+                               "per_grade": short_lists.PER_GRADE, "draws": short_lists.DRAWS,
+                               "embedder": getattr(embedder, "model_id", None) if embedder is not None else None,
+                               "methods": by_fold[fold]["all"]["methods"], "folds": by_fold, "per_list": results,
+                               "seconds": seconds}, indent=2))
+        return
+    groups = ("single", "composite", "balanced", "main line", "all")
+    for name, table in by_fold.items():
+        columns = ["method", *(f"{group} ({table[group]['lists']})" for group in groups)]
+        rows = [[m, *(f"{table[group]['methods'][m]:.3f}" for group in groups)] for m in methods]
+        title = (f"CSFCube short lists, {name}: weighted pairwise loss, lower is better (each library ranks "
+                 f"{short_lists.PER_GRADE} candidates of each grade; all = mean of the four; litrank is tuned on "
+                 "fold1_dev)")
+        click.echo(report.render_grid(title, columns, rows, width=140) + "\n", nl=False)
+    say(f"{len(every)} short lists, {len(methods)} methods in {seconds} s.")
 
 
 def _csfcube_feedback(directory: Path, fold: str, methods, limit, embedder, output_format: str) -> None:

@@ -16,16 +16,18 @@ ROW_CHUNK = 512
 
 
 def standardize_columns(block: np.ndarray, reference: np.ndarray | None = None, in_place: bool = False,
-                        pooled: bool = False) -> np.ndarray:
+                        pooled: bool = False, prior: float = 0.0) -> np.ndarray:
     """Each column minus its mean, divided by its standard deviation (if any), or with
     ``pooled`` by :func:`library_spread` of the deviations; mean and deviation are those of
-    ``reference`` (rows of the same columns) when given. ``in_place``: ``block`` (float64)
-    becomes the result."""
+    ``reference`` (rows of the same columns) when given, moved towards the library's by
+    :func:`shrink_to_library` with ``prior`` > 0. ``in_place``: ``block`` (float64) becomes
+    the result."""
     block = np.asarray(block, dtype=np.float64)
     reference = block if reference is None else np.asarray(reference, dtype=np.float64)
     mean, spread = column_mean_and_spread(reference)
     if pooled:
         spread = library_spread(spread)
+    mean, spread = shrink_to_library(mean, spread, len(reference), prior)
     spread[spread == 0] = 1.0
     if in_place:
         for start in range(0, len(block), ROW_CHUNK):
@@ -62,6 +64,40 @@ def library_spread(spread: np.ndarray) -> np.ndarray:
     spread = np.asarray(spread, dtype=np.float64)
     pooled = float(np.sqrt(np.mean(spread ** 2))) if spread.size else 0.0
     return np.sqrt(spread * pooled)
+
+
+def shrink_to_library(mean: np.ndarray, spread: np.ndarray, count, prior: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each library paper's column mean and spread moved towards the library's (the mean of
+    the column means, the root mean square of the spreads), as if ``prior`` candidates had
+    shown the library's: weight count / (count + prior) on the column's own.
+
+    A column's mean and spread over the candidates stand for how close the paper's field comes
+    to it in general. Over a conference's 3,000 papers they do; over a short list of 15 papers
+    that were all chosen near the library (a reviewer's bids, a reading group's shortlist) they
+    mostly measure the list, and standardising by them takes away what it should rank by. On
+    CSFCube's libraries with 16 graded candidates each, the standardised fusion fell to the
+    plain dense cosine and, without embeddings, below TF-IDF; with ``prior`` 300 it stays ahead
+    of both, and the full pools (100 to 1,200 candidates) gain a little too
+    (docs/models-and-quality.md). ``prior`` 0 leaves the statistics as they are.
+
+    Parameters
+    ----------
+    mean, spread : ndarray of shape (n_library,)
+    count : int or ndarray of shape (n_library,)
+        Candidates each column's statistics are over.
+    prior : float
+
+    Returns
+    -------
+    mean, spread : ndarray of shape (n_library,)
+    """
+    mean, spread = np.asarray(mean, dtype=np.float64), np.asarray(spread, dtype=np.float64)
+    if prior <= 0 or mean.size == 0:
+        return mean, spread
+    weight = np.asarray(count, dtype=np.float64) / (np.asarray(count, dtype=np.float64) + prior)
+    library_mean, library_square = float(mean.mean()), float(np.mean(spread ** 2))
+    return (weight * mean + (1 - weight) * library_mean,
+            np.sqrt(weight * spread ** 2 + (1 - weight) * library_square))
 
 
 def column_mean_and_spread(block: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

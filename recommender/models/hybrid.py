@@ -14,6 +14,10 @@ Tuned on expert relevance judgements (CSFCube's ``fold1_dev``; see ``litrank eva
 3. **Dense** (with an embedder): cosine of sentence embeddings.
 4. **Fusion**: each signal is standardised over the candidates (per library paper, so every
    library paper is one query with its own scale) and added, dense weighted ``dense_weight``.
+   Each paper's mean and spread over the candidates are first moved towards the library's, as
+   if ``column_prior`` candidates had shown the library's own: over a conference's 3,000 papers
+   they decide alone, over a short list of 15 they hardly count
+   (:func:`~recommender.models.aggregation.shrink_to_library`).
 
 A candidate's score adds up to four parts:
 
@@ -164,6 +168,12 @@ class HybridModel(TermExplainer, Estimator):
         geometric mean of the column's own deviation over the candidates and the library's
         pooled one (:func:`~recommender.models.aggregation.library_spread`), "own" its own
         deviation alone (the rule before).
+    column_prior : float, default=300.0
+        How many candidates' worth the library's pooled mean and spread count for beside each
+        library paper's own, before its column is standardised
+        (:func:`~recommender.models.aggregation.shrink_to_library`): a conference's 3,000
+        papers decide each paper's scale nearly alone, a short list of 15 hardly at all.
+        0 leaves each column's own statistics (the rule before).
     disliked_weight : float, default=0.0
         Papers the user disliked (``judgements`` of -1) push down what resembles them: the
         score loses ``disliked_weight`` × the candidate's best standardised similarity to a
@@ -184,8 +194,8 @@ class HybridModel(TermExplainer, Estimator):
     def __init__(self, embedder=None, char_weight: float = 0.5, feedback_docs: int = 8, feedback_weight: float = 1.0,
                  library_feedback: bool = True, dense_weight: float = 1.0, short_text_words: int = 10,
                  dense_feedback_weight: float = 0.0, profile_weight: float = 0.0, author_weight: float = 40.0,
-                 aggregation: str | int = "auto", column_scale: str = "library", disliked_weight: float = 0.0,
-                 random_state: int = 0):
+                 aggregation: str | int = "auto", column_scale: str = "library", column_prior: float = 300.0,
+                 disliked_weight: float = 0.0, random_state: int = 0):
         self.embedder = embedder
         self.char_weight = char_weight
         self.feedback_docs = feedback_docs
@@ -198,6 +208,7 @@ class HybridModel(TermExplainer, Estimator):
         self.author_weight = author_weight
         self.aggregation = aggregation
         self.column_scale = column_scale
+        self.column_prior = column_prior
         self.disliked_weight = disliked_weight
         self.random_state = random_state
 
@@ -260,13 +271,13 @@ class HybridModel(TermExplainer, Estimator):
         del first_pass
         lexical = standardize_columns(feedback_expanded_similarity(
             lexical_vectors, self.library_rows_, self.candidate_rows_, feedback_rows, None, self.feedback_docs,
-            self.feedback_weight / n_library, top=top), in_place=True, pooled=pooled)
+            self.feedback_weight / n_library, top=top), in_place=True, pooled=pooled, prior=self.column_prior)
         fused = lexical
         if dense:
             dense_z = dense_weights * standardize_columns(feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, None,
                 self.feedback_docs, self.dense_feedback_weight / n_library, top=top), in_place=True,
-                pooled=pooled)
+                pooled=pooled, prior=self.column_prior)
             fused = lexical + dense_z
         text_score, columns = top_mean(fused, self.aggregation_depth_)
         self.components_ = {"lexical": np.take_along_axis(lexical, columns, axis=1).mean(axis=1)}
@@ -328,18 +339,19 @@ class HybridModel(TermExplainer, Estimator):
         rows = self.candidate_rows_[disliked]
         fused = standardize_columns(dense_product(lexical_vectors, take_rows(lexical_vectors, rows),
                                                   row_indices=self.candidate_rows_), in_place=True,
-                                    pooled=self._pooled)
+                                    pooled=self._pooled, prior=self.column_prior)
         if dense_weights is not None:
             vectors = rep.vectors["embedding"]
             fused += float(np.median(dense_weights)) * standardize_columns(
                 dense_product(vectors, take_rows(vectors, rows), row_indices=self.candidate_rows_), in_place=True,
-                pooled=self._pooled)
+                pooled=self._pooled, prior=self.column_prior)
         return fused.max(axis=1)
 
     def _first_pass(self, block: np.ndarray, feedback_rows: np.ndarray) -> np.ndarray:
         """Standardised (over the candidates) scores of the feedback papers, (n_feedback, n_library)."""
         scores = block_part(block, feedback_rows, self.library_rows_)
-        return standardize_columns(scores, scores[: len(self.candidate_rows_)], pooled=self._pooled)
+        return standardize_columns(scores, scores[: len(self.candidate_rows_)], pooled=self._pooled,
+                                   prior=self.column_prior)
 
     def _lexical(self, rep: Representations):
         """The joined word | character vectors (unit rows, float64: the scores are computed in it)

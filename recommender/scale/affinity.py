@@ -152,7 +152,7 @@ class AffinityScorer:
             authors=columns["authors"][rows], char_weight=model.char_weight, dense_weight=model.dense_weights(papers),
             feedback_docs=model.feedback_docs, feedback_weight=model.feedback_weight,
             profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation,
-            column_scale=model.column_scale))
+            column_scale=model.column_scale, column_prior=model.column_prior))
 
     def _score_group(self, engine, parts, columns: "_Columns", libraries: list[list[Paper]]) -> np.ndarray:
         return np.vstack(engine.collect(self._final_states(engine, parts, columns, libraries), "out"))
@@ -174,7 +174,8 @@ class AffinityScorer:
         own = steps.lexical_block(columns.word, columns.char, columns.word, columns.char, library.char_weight) \
             if feedback or library.aggregation == "topics" else None
         statistics["depths"] = steps.profile_depths(own, library, statistics["lexical"])
-        statistics.update(steps.pooled_spreads(statistics, library, ("lexical", "dense")))  # as the model scales
+        # As the model scales its columns:
+        statistics.update(steps.pooled_spreads(statistics, library, ("lexical", "dense"), candidates))
         expanded = library_vectors
         if feedback:
             expanded = self._feedback(engine, parts, states, columns, library_vectors, statistics, candidates, own)
@@ -184,7 +185,7 @@ class AffinityScorer:
         self._step_done("expanded cosines and their moments")
         for name in ("expanded", "bm25"):
             statistics[name] = steps.merge_moments(m[name] for m in moments)
-        statistics.update(steps.pooled_spreads(statistics, library, ("expanded",)))
+        statistics.update(steps.pooled_spreads(statistics, library, ("expanded",), candidates))
         return engine.step(steps.final_scores, parts, states, library, statistics)
 
     def _feedback(self, engine, parts, states, columns: "_Columns", library_vectors, statistics,

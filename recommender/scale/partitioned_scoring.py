@@ -24,7 +24,7 @@ import numpy as np
 from scipy import sparse
 
 from recommender.features.index_features import CountedTfidf
-from recommender.models.aggregation import depth_for, profile_share
+from recommender.models.aggregation import depth_for, library_spread, profile_share, shrink_to_library
 from recommender.paper import IdentityIndex, Paper
 
 
@@ -85,6 +85,7 @@ class LibraryColumns:
     author_weight: float
     aggregation: str | int = "auto"
     column_scale: str = "library"
+    column_prior: float = 0.0
     # Collection rows (global) that are candidates but never feedback: `rank`'s disliked papers.
     not_feedback: np.ndarray | None = None
     # Also return the parts of each score (text: lexical, dense; profile; authors), as `rank` explains them.
@@ -238,21 +239,30 @@ def first_pass(block_lexical, block_dense, statistics, dense_weight: np.ndarray)
     return scores
 
 
-def pooled_spreads(statistics: dict, library: LibraryColumns, names) -> dict:
-    """The (mean, spread) ``statistics`` of ``names`` with each profile's column spreads made
-    what the hybrid model divides by (:func:`~recommender.models.aggregation.library_spread`,
-    over the profile's columns)."""
-    if library.column_scale != "library":
+def pooled_spreads(statistics: dict, library: LibraryColumns, names, counts: np.ndarray | None = None) -> dict:
+    """The (mean, spread) ``statistics`` of ``names`` made what the hybrid model standardises
+    by, profile by profile: each column's spread made
+    :func:`~recommender.models.aggregation.library_spread` over the profile's columns, then
+    mean and spread moved towards the profile's by
+    :func:`~recommender.models.aggregation.shrink_to_library` (``counts``: candidates per
+    column)."""
+    shrink = library.column_prior > 0 and counts is not None
+    if library.column_scale != "library" and not shrink:
         return {}
-    sizes = np.maximum(library.sizes(), 1)
     out = {}
     for name in names:
         if name not in statistics:
             continue
         mean, spread = statistics[name]
-        spread = np.asarray(spread, dtype=np.float64)
-        pooled = np.sqrt(np.bincount(library.profile_of, spread ** 2, minlength=library.n_profiles) / sizes)
-        out[name] = (mean, np.sqrt(spread * pooled[library.profile_of]))
+        mean, spread = np.array(mean, dtype=np.float64), np.array(spread, dtype=np.float64)
+        for profile in range(library.n_profiles):
+            columns = library.columns_of(profile)
+            if library.column_scale == "library":
+                spread[columns] = library_spread(spread[columns])
+            if shrink:
+                mean[columns], spread[columns] = shrink_to_library(mean[columns], spread[columns], counts[columns],
+                                                                   library.column_prior)
+        out[name] = (mean, spread)
     return out
 
 

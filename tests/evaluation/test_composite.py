@@ -210,8 +210,10 @@ def test_the_default_beats_tfidf_on_the_tuning_folds_composite_libraries():
 
 def test_on_publication_lists_the_shared_scale_helps_and_the_topics_depth_helps_balanced_ones():
     # fold1_dev publication lists (docs/models-and-quality.md), lexical default: the library
-    # scale against each paper's own (the rule before) on both shapes; the "topics" depth
-    # against the default's two on balanced lists; the default against TF-IDF on balanced lists.
+    # scale against each paper's own (the rule before) on main-line lists and over all lists
+    # (on balanced ones, with the column prior, the two are level: 0.669 against 0.671); the
+    # "topics" depth against the default's two on balanced lists; the default against TF-IDF
+    # on balanced lists.
     data = csfcube.load(require(CSFCUBE))
     built = composite.build_publication_libraries(data, "fold1_dev")
     shape = composite.describe(built)
@@ -222,7 +224,7 @@ def test_on_publication_lists_the_shared_scale_helps_and_the_topics_depth_helps_
         extra_scorers={name: model_scorer(lambda kw=kw: HybridModel(**kw)) for name, kw in settings.items()})
     table = composite.publication_summary(results, built)
     assert table["balanced"]["libraries"] == table["main line"]["libraries"] == 10
-    for shape_name in ("balanced", "main line"):
+    for shape_name in ("main line", "all"):
         methods = table[shape_name]["methods"]
         assert methods["hybrid"]["ndcg%20"] > methods["own scale"]["ndcg%20"]
     assert table["all"]["methods"]["hybrid"]["map"] > table["all"]["methods"]["own scale"]["map"]

@@ -7,7 +7,14 @@ from sklearn.base import clone
 
 import connectors
 from recommender import Paper, Ranker, defaults
-from recommender.models.aggregation import depth_for, library_spread, profile_share, standardize_columns, topic_depth
+from recommender.models.aggregation import (
+    depth_for,
+    library_spread,
+    profile_share,
+    shrink_to_library,
+    standardize_columns,
+    topic_depth,
+)
 from recommender.models.hybrid import HybridModel, feedback_expanded_similarity, feedback_top
 from tests.conftest import EXAMPLE_LIBRARY, SEEDS, require
 
@@ -79,6 +86,48 @@ def test_library_spread_moves_each_column_half_way_to_the_pooled_spread():
     own = standardize_columns(block)
     # The narrow column (0) is stretched less than by its own spread, the broad one (2) more.
     assert np.ptp(scaled[:, 0]) < np.ptp(own[:, 0]) and np.ptp(scaled[:, 2]) > np.ptp(own[:, 2])
+
+
+def test_shrinking_moves_each_columns_statistics_towards_the_librarys_by_the_prior():
+    mean, spread = np.array([0.1, 0.3]), np.array([0.02, 0.06])
+    library_square = np.mean(spread ** 2)
+    for unchanged in (shrink_to_library(mean, spread, 16, 0.0), shrink_to_library(mean[:0], spread[:0], 16, 300.0)):
+        np.testing.assert_array_equal(unchanged[0], mean[: len(unchanged[0])])
+        np.testing.assert_array_equal(unchanged[1], spread[: len(unchanged[1])])
+    # As many candidates as the prior: half way, the spreads in their squares.
+    half_mean, half_spread = shrink_to_library(mean, spread, 300, 300.0)
+    np.testing.assert_allclose(half_mean, [0.15, 0.25])
+    np.testing.assert_allclose(half_spread, np.sqrt(0.5 * spread ** 2 + 0.5 * library_square))
+    # A conference's collection keeps each column's own; a short list takes the library's.
+    np.testing.assert_allclose(shrink_to_library(mean, spread, 3_000_000, 300.0), (mean, spread), rtol=1e-3)
+    np.testing.assert_allclose(shrink_to_library(mean, spread, 16, 1e12), ([0.2, 0.2], [np.sqrt(library_square)] * 2))
+    # Per-column counts (the partitioned path's) weigh each column by its own.
+    per_column_mean, _ = shrink_to_library(mean, spread, np.array([300, 900]), 300.0)
+    np.testing.assert_allclose(per_column_mean, [0.15, 0.75 * 0.3 + 0.25 * 0.2])
+    # Standardising with an overwhelming prior is one affine map for the whole block: a column
+    # that is closer to every candidate keeps that lead, where its own statistics would erase it.
+    block = np.array([[0.1, 0.5], [0.3, 0.6], [0.2, 0.7]])
+    expected = (block - block.mean()) / np.sqrt(np.mean(block.std(axis=0) ** 2))
+    np.testing.assert_allclose(standardize_columns(block, prior=1e15), expected, atol=1e-9)
+    assert standardize_columns(block)[:, 1].max() < standardize_columns(block)[:, 0].max() + 1e-12
+
+
+def test_the_column_prior_matters_on_short_collections_and_hardly_on_a_conference():
+    collection = connectors.load(defaults.bundled_collection())
+    one = [QUERY]
+    np.testing.assert_allclose(HybridModel().fit(one, collection).scores_,
+                               HybridModel(column_prior=0).fit(one, collection).scores_, atol=1e-12)
+    example = connectors.load(EXAMPLE_LIBRARY)
+
+    def rank_agreement(candidates) -> float:
+        shrunk = HybridModel().fit(example, candidates).scores_
+        own = HybridModel(column_prior=0).fit(example, candidates).scores_
+        return float(np.corrcoef(np.argsort(np.argsort(shrunk)), np.argsort(np.argsort(own)))[0, 1])
+
+    # 3,000 candidates: the library's statistics count for 300 of them, the orders nearly agree.
+    assert rank_agreement(collection) > 0.99
+    # 16 candidates: the library's count for nearly all, and the order moves.
+    assert rank_agreement(collection[:16]) < rank_agreement(collection)
 
 
 def test_column_scale_changes_only_libraries_of_several_papers():

@@ -90,7 +90,7 @@ def test_each_profile_scores_every_paper_as_rank_scores_its_library(profiles_dir
 
 
 @pytest.mark.parametrize("settings", [{"column_scale": "own"}, {"aggregation": "topics"}, {"aggregation": 4},
-                                      {"feedback_docs": 0}])
+                                      {"feedback_docs": 0}, {"column_prior": 0}, {"column_prior": 1e6}])
 def test_the_partitioned_scores_follow_the_models_scaling_and_depth(profiles_dir, settings):
     """The library-paper scaling, aggregation depth and pseudo-relevance feedback the model is
     given are the partitioned path's too (the default's are checked against `rank` above)."""
