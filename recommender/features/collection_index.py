@@ -45,7 +45,7 @@ from recommender.features.index_features import (
 )
 from recommender.features.library_weighting import LibraryWeighting
 from recommender.features.representations import Representations
-from recommender.features.sparse_products import head_product
+from recommender.features.sparse_products import StackedRows, head_product
 from recommender.features.word_counts import count_in_vocabulary
 from recommender.paper import IDENTITY_RULE, Paper
 
@@ -288,13 +288,12 @@ class CollectionIndex(LibraryWeighting):
         texts = [paper.text for paper in library]
         rep = Representations(n_library=n_library)
         library_word, rep.word_vectorizer, word_counts = self.library_tfidf("word", texts)
-        rep.vectors["word"] = sparse.vstack([library_word, widen_columns(self.word_rows, library_word.shape[1])],
-                                            format="csr")
+        # Stacked as rows are taken, not copied: the collection's rows stay the index's own.
+        rep.vectors["word"] = StackedRows(library_word, widen_columns(self.word_rows, library_word.shape[1]))
         library_char = None
         if self.char_rows is not None:
             library_char = self.library_rows("char", texts)
-            rep.vectors["char"] = sparse.vstack([library_char, widen_columns(self.char_rows, library_char.shape[1])],
-                                                format="csr")
+            rep.vectors["char"] = StackedRows(library_char, widen_columns(self.char_rows, library_char.shape[1]))
         for name, library_rows in (("word", library_word), ("char", library_char)):
             if library_rows is not None:  # the products' column shares, without counting the collection again
                 counts = np.bincount(library_rows.indices, minlength=library_rows.shape[1])

@@ -91,6 +91,12 @@ def test_batches_are_shared_evenly_by_the_workers(workers, monkeypatch):
         else:
             assert n_batches == 1
     assert sparse_products.batch_size(3000) == (750 if workers == 2 else 1000)
+    # Wide dense blocks (the feedback product's ~4,000 frequent float64 columns): batches of
+    # about BLOCK_BYTES, still shared evenly; never below MIN_BATCH_ROWS rows.
+    wide = sparse_products.batch_size(3000, row_bytes=4000 * 8)
+    assert wide * 4000 * 8 <= sparse_products.BLOCK_BYTES and -(-3000 // wide) % workers == 0
+    assert sparse_products.batch_size(3000, row_bytes=1 << 40) <= sparse_products.MIN_BATCH_ROWS
+    assert sparse_products.batch_size(3000, row_bytes=8) == sparse_products.batch_size(3000)
 
 
 def test_character_grams_of_real_abstracts_beside_the_vectoriser():
@@ -144,6 +150,24 @@ def test_word_grams_are_those_of_the_index_word_vectoriser(texts):
         count_word_grams(["the of", ""], counter.build_preprocessor(), STOP_WORDS)
 
 
+@pytest.mark.parametrize("extra, dtype", [("café naïve über straße", np.uint8),  # Latin-1: one byte each
+                                          ("Ωμέγα κβαντικό 量子 계산", np.uint16),  # below 65,536: two
+                                          ("𝒪 𝑥𝑦 bound 𝔼 ℝ", np.uint32)])  # beyond 16 bits: four
+def test_word_grams_of_texts_in_each_code_point_width(extra, dtype):
+    """The texts' code points are held in the narrowest type that takes them all, and the
+    counts are the vectoriser's in each."""
+    from recommender.features.word_grams import code_points
+
+    texts = ["plain ascii words here", "more plain words", extra, extra + " again"]
+    joined = " ".join(text.lower() for text in texts)
+    points = code_points(joined)
+    assert points.dtype == dtype and points.tolist() == [ord(character) for character in joined]
+    counter = CountVectorizer(stop_words=STOP_WORDS, ngram_range=(1, 2), dtype=np.float32)
+    expected = counter.fit_transform(texts)
+    counts, terms = count_word_grams(texts, str.lower, STOP_WORDS)
+    assert terms == counter.get_feature_names_out().tolist() and (counts != expected).nnz == 0
+
+
 def test_word_grams_group_short_and_long_tokens_exactly():
     """Tokens up to a packed key's width are grouped by their packed characters, longer ones by
     their strings: anagrams, prefixes, and words of every length either side of the width."""
@@ -177,6 +201,11 @@ def test_library_word_counts_equal_a_vectoriser_fitted_on_the_library():
                                                         [column_of[terms[c]] for c in reference.col[kept]])),
                                 shape=counts.shape)
     assert counts.dtype == np.float32 and counts.has_sorted_indices and (counts != rebuilt).nnz == 0
+    # The first library is looked up the other way round (the index's terms among its own),
+    # the next ones in the index's vocabulary: the same counts either way.
+    again, extra_again = index._library_counts("word", texts)
+    assert index._word_lookups == 2 and extra_again == extra and (again != counts).nnz == 0
+    np.testing.assert_array_equal(again.indices, counts.indices)
     none, no_terms = index._library_counts("word", ["the of and", ""])
     assert none.shape == (2, len(index.word_terms)) and none.nnz == 0 and no_terms == []
 
@@ -235,13 +264,54 @@ def _real_representations():
 
 def test_side_by_side_rows_are_the_joined_rows_bit_for_bit():
     rep = _real_representations()
-    word, char = rep.vectors["word"], rep.vectors["char"]
+    word, char = rep.vectors["word"][:], rep.vectors["char"][:]
     a, b = 1 / np.sqrt(1.25), 0.5 / np.sqrt(1.25)
     joined = sparse.hstack([word * a, char * b], format="csr")
     rows = np.array([40, 3, 17, 17, 0])
     taken = SideBySide([word, char], [a, b]).take(rows)
     assert taken.dtype == joined.dtype == np.float64 and (taken != joined[rows]).nnz == 0
     np.testing.assert_array_equal(taken.data, joined[rows].data)
+
+
+def test_stacked_rows_are_the_stacked_matrix_bit_for_bit():
+    """A library's rows above the index's, taken as the products take them, are those of
+    ``sparse.vstack``: whole, a slice, chosen rows in any order, one row, a negative row."""
+    from recommender.features.sparse_products import StackedRows
+
+    rep = _real_representations()
+    for name in ("word", "char"):
+        stacked = rep.vectors[name]
+        assert isinstance(stacked, StackedRows)
+        plain = sparse.vstack([stacked.head, stacked.tail], format="csr")
+        n_library = stacked.head.shape[0]
+        for rows in (slice(None), slice(2, 40, 3), np.array([n_library + 5, 1, n_library, 0, 1]),
+                     np.arange(n_library, plain.shape[0]), [n_library - 1], 7, -1, np.array([], dtype=int)):
+            taken, expected = stacked[rows], plain[rows]
+            assert taken.shape == expected.shape and taken.dtype == expected.dtype
+            np.testing.assert_array_equal(taken.toarray(), expected.toarray())
+            np.testing.assert_array_equal(taken.data, expected.data)
+        np.testing.assert_array_equal(stacked[1:, :50].toarray(), plain[1:, :50].toarray())
+        np.testing.assert_array_equal(stacked.column_counts(), np.bincount(plain.indices, minlength=plain.shape[1]))
+        with pytest.raises(IndexError):
+            stacked[np.array([plain.shape[0]])]
+    with pytest.raises(ValueError, match="cannot be stacked"):
+        StackedRows(sparse.csr_matrix((1, 3)), sparse.csr_matrix((1, 4)))
+
+
+@pytest.mark.parametrize("batch", [3, 4096])
+def test_products_of_stacked_rows_are_those_of_the_stacked_matrix_bit_for_bit(batch, monkeypatch):
+    """Ranking against an index multiplies the stacked rows without stacking them: the same
+    numbers as the copy made before, to the last bit."""
+    monkeypatch.setattr("recommender.features.sparse_products.ROW_BATCH", batch)
+    rep = _real_representations()
+    for name in ("word", "char"):
+        stacked = rep.vectors[name]
+        plain = sparse.vstack([stacked.head, stacked.tail], format="csr")
+        n_library = stacked.head.shape[0]
+        np.testing.assert_array_equal(head_product(stacked, n_library), head_product(plain, n_library))
+        rows = np.arange(plain.shape[0])[::-1][:-3]
+        np.testing.assert_array_equal(dense_product(stacked, plain[:6], row_indices=rows),
+                                      dense_product(plain, plain[:6], row_indices=rows))
 
 
 @pytest.mark.parametrize("share", [0.0, 0.005, 2.0])
@@ -252,10 +322,12 @@ def test_product_of_chosen_side_by_side_rows_is_the_sparse_product(share, batch,
     monkeypatch.setattr("recommender.features.sparse_products.ROW_BATCH", batch)
     monkeypatch.setattr("recommender.features.sparse_products.WORKERS", 2)
     rep = _real_representations()
-    word, char = rep.vectors["word"], rep.vectors["char"]
+    word, char = rep.vectors["word"][:], rep.vectors["char"][:]
     a, b = 1 / np.sqrt(1.25), 0.5 / np.sqrt(1.25)
     joined = sparse.hstack([word * a, char * b], format="csr")
-    side_by_side = SideBySide([word, char], [a, b], [rep.column_counts["word"], rep.column_counts["char"]])
+    # The parts as the index gives them: library rows stacked above the collection's as taken.
+    side_by_side = SideBySide([rep.vectors["word"], rep.vectors["char"]], [a, b],
+                              [rep.column_counts["word"], rep.column_counts["char"]])
     other = joined[:9]
     rows = np.arange(joined.shape[0])[::-1][: joined.shape[0] - 4]  # not in order, not all of them
     got = dense_product(side_by_side, other, dense_column_share=share, row_indices=rows)
@@ -268,8 +340,9 @@ def test_product_of_chosen_side_by_side_rows_is_the_sparse_product(share, batch,
 def test_known_column_counts_are_the_counted_ones():
     rep = _real_representations()
     for name in ("word", "char"):
-        rows = rep.vectors[name]
+        rows = rep.vectors[name][:]
         np.testing.assert_array_equal(rep.column_counts[name], np.bincount(rows.indices, minlength=rows.shape[1]))
+        np.testing.assert_array_equal(rep.vectors[name].column_counts(), rep.column_counts[name])
 
 
 def test_shared_authors_are_the_author_blocks_sums():

@@ -192,7 +192,7 @@ def test_feedback_on_real_vectors_is_the_plain_rocchio_step():
     papers = connectors.load(DATA / "report-collection.jsonl")
     library_papers = connectors.load(EXAMPLE_LIBRARY)
     rep = CollectionIndexBuilder(lsa_components=0).build(papers).representations(library_papers)
-    vectors = sparse.hstack([rep.vectors["word"], rep.vectors["char"]], format="csr")
+    vectors = sparse.hstack([rep.vectors["word"][:], rep.vectors["char"][:]], format="csr")
     vectors = normalize(vectors.astype(np.float64))  # float64, as the model joins them
     n_library = len(library_papers)
     library, candidates = np.arange(n_library), np.arange(n_library, vectors.shape[0])

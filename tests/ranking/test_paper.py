@@ -35,6 +35,33 @@ def test_untitled_abstract_matches_the_titled_record_of_the_same_abstract():
     assert Paper("p", abstract="No abstract available.", title="A", title_derived=True).identity_keys() == []
 
 
+def test_identity_keys_follow_the_paper_when_it_changes():
+    """Keys are made once per paper, and made again when what they are made of changes."""
+    import pickle
+
+    paper = Paper("a", title="Denoising Diffusion", authors=["Jonathan Ho"], abstract=ABSTRACT)
+    first = paper.identity_keys()
+    assert first == ["title:denoising diffusion|ho", first[1]] and first[1].startswith("abstract:")
+    first.append("changed by the caller")  # a caller's list is its own
+    assert paper.identity_keys() == first[:2]
+    paper.doi = "10.1000/xyz"
+    assert paper.identity_keys()[0] == "doi:10.1000/xyz"
+    paper.arxiv_id = "2006.11239"
+    assert paper.identity_keys()[1] == "arxiv:2006.11239"
+    paper.authors[0] = "Ajay Jain"  # changed in place
+    assert "title:denoising diffusion|jain" in paper.identity_keys()
+    paper.title = "Another Title"
+    assert "title:another title|jain" in paper.identity_keys()
+    paper.abstract = "Short now."
+    assert not any(key.startswith("abstract:") for key in paper.identity_keys())
+    paper.title_derived = True
+    assert paper.identity_keys() == ["doi:10.1000/xyz", "arxiv:2006.11239"]
+    # The kept keys are no field: copies and equality ignore them.
+    fresh = Paper("a", title="Another Title", authors=["Ajay Jain"], abstract="Short now.", doi="10.1000/xyz",
+                  arxiv_id="2006.11239", title_derived=True)
+    assert fresh == paper and pickle.loads(pickle.dumps(paper)) == paper
+
+
 def test_deduplicate_keeps_first_occurrence():
     papers = [Paper("1", title="A Paper", authors=["Ann Lee"]), Paper("2", title="a paper", authors=["A. Lee"]),
               Paper("3", title="B Paper")]
