@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from connectors._io import atomic_write_text, is_stdout
+from connectors._io import atomic_write_text, cycle_collection_paused, is_stdout
 from connectors.errors import NOTICE, SourceError, UnsupportedFormatError
 from recommender.paper import Paper, deduplicate, describe_merge, describe_merges
 from recommender.runtime import user_cache_root as cache_root
@@ -100,6 +100,17 @@ def load(source: str | Path, format: str | None = None, processes: int = 1) -> l
     UnsupportedFormatError
         When the format is unknown.
     """
+    if isinstance(source, str) and source.partition(":")[0] in _ONLINE_SCHEMES:
+        return _load(source, format, processes)  # (a long wait on the network: the collector runs)
+    with cycle_collection_paused():
+        return _load(source, format, processes)
+
+
+# Sources read over the network: the collector is not paused for them.
+_ONLINE_SCHEMES = ("arxiv", "openalex", "openreview", "zotero")
+
+
+def _load(source: str | Path, format: str | None, processes: int) -> list[Paper]:
     if isinstance(source, str) and source.startswith("arxiv:"):
         from connectors.online import arxiv_source  # the arXiv API: arxiv:cs.LG, arxiv:search?query=..., arxiv:ID,ID
 
@@ -167,7 +178,8 @@ def deduplicated(papers: Iterable[Paper], where: str) -> list[Paper]:
     ``litrank`` logger how many records were merged and why (at :data:`~connectors.errors.NOTICE`),
     and which (info: ``-v``)."""
     merges: list = []
-    unique = list(deduplicate(papers, merges))
+    with cycle_collection_paused():  # every paper's identity keys: many new objects, no cycles
+        unique = list(deduplicate(papers, merges))
     if merges:
         log.log(NOTICE, "%s: %s (-v lists them).", where, describe_merges(merges))
         for merge in merges:

@@ -51,3 +51,54 @@ def test_atomic_write_leaves_no_temporary_file_and_keeps_old_file_on_error(tmp_p
     assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
     with pytest.raises(connectors.SourceError, match="does not exist"):
         connectors.write_text(tmp_path / "missing-dir" / "x.jsonl", "x")
+
+
+def test_the_cycle_collector_is_paused_while_reading_and_restored_after(tmp_path, monkeypatch):
+    """Reading papers pauses Python's cycle collector (tens of thousands of new objects, no
+    cycles); nested and concurrent reads restore it once, also when one fails, and a
+    collector the caller had switched off stays off."""
+    import gc
+    import threading
+
+    from connectors._io import cycle_collection_paused
+    from connectors.files import json_records
+    from tests.conftest import DATA
+
+    seen_during = []
+    real_load = json_records.load
+
+    def spying_load(path):
+        seen_during.append(gc.isenabled())
+        return real_load(path)
+
+    monkeypatch.setattr(json_records, "load", spying_load)
+    assert gc.isenabled()
+    papers = connectors.load_many([DATA / "report-collection.jsonl"])
+    assert papers and seen_during == [False] and gc.isenabled()
+    with pytest.raises(connectors.SourceError):
+        connectors.load(tmp_path / "missing.jsonl")
+    assert gc.isenabled()
+    # Two threads reading at once: the first to finish must not restart it under the other.
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_reader():
+        with cycle_collection_paused():
+            inside.set()
+            release.wait(5)
+
+    other = threading.Thread(target=slow_reader)
+    other.start()
+    inside.wait(5)
+    with cycle_collection_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # the other thread still reads
+    release.set()
+    other.join()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with cycle_collection_paused():
+            pass
+        assert not gc.isenabled()  # the caller's choice is kept
+    finally:
+        gc.enable()
