@@ -79,7 +79,8 @@ class StackedRows:
     collection's that ``sparse.vstack`` makes (30,000 abstracts' character rows: 120 MB).
 
     ``StackedRows(head, tail)[rows]`` equals ``sparse.vstack([head, tail], format="csr")[rows]``
-    bit for bit, for an integer, a slice or an array of row numbers (and ``[rows, columns]``);
+    bit for bit, for an integer, a slice, an array of row numbers or a row mask (and
+    ``[rows, columns]``);
     ``[:]`` is the whole stacked matrix.
     """
 
@@ -104,7 +105,12 @@ class StackedRows:
             rows = [int(rows) + (self.shape[0] if rows < 0 else 0)]
         elif isinstance(rows, slice):
             rows = range(*rows.indices(self.shape[0]))
-        rows = np.asarray(rows, dtype=np.int64).ravel()
+        rows = np.asarray(rows)
+        if rows.dtype == bool:  # a mask of the rows, as scipy takes one
+            if rows.shape != (self.shape[0],):
+                raise IndexError(f"a row mask of shape {rows.shape} for {self.shape[0]} rows")
+            rows = np.flatnonzero(rows)
+        rows = rows.astype(np.int64, copy=False).ravel()
         if len(rows) and (rows.min() < -self.shape[0] or rows.max() >= self.shape[0]):
             raise IndexError(f"row index out of range for {self.shape[0]} rows")
         rows = np.where(rows < 0, rows + self.shape[0], rows)

@@ -291,6 +291,10 @@ def test_stacked_rows_are_the_stacked_matrix_bit_for_bit():
             np.testing.assert_array_equal(taken.toarray(), expected.toarray())
             np.testing.assert_array_equal(taken.data, expected.data)
         np.testing.assert_array_equal(stacked[1:, :50].toarray(), plain[1:, :50].toarray())
+        mask = np.arange(plain.shape[0]) % 3 == 1
+        np.testing.assert_array_equal(stacked[mask].toarray(), plain[mask].toarray())
+        with pytest.raises(IndexError):
+            stacked[mask[:-1]]
         np.testing.assert_array_equal(stacked.column_counts(), np.bincount(plain.indices, minlength=plain.shape[1]))
         with pytest.raises(IndexError):
             stacked[np.array([plain.shape[0]])]
