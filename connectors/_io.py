@@ -38,8 +38,9 @@ def cycle_collection_paused() -> Iterator[None]:
     and no cycles; the collector, run every 700 new ones, walks them again and again.
     Measured: ``load_many`` of a 30,000-paper JSONL (reading and merging) in a fresh process,
     1.70 → 1.55 s, one collection when it ends included.
-    Nested and concurrent pauses (the CLI reads the library and the collection on two
-    threads) restore the collector once, when the last one ends."""
+    Nested pauses (``load_many`` reading a directory reads its files) and concurrent ones
+    (papers read on two threads of a program using litrank) restore the collector once, when
+    the last one ends."""
     global _pauses, _collecting_before
     with _pause_lock:
         if _pauses == 0:
