@@ -102,7 +102,7 @@ class StackedRows:
             return self[rows][:, columns]
         n_head = self.head.shape[0]
         if isinstance(rows, (int, np.integer)):
-            rows = [int(rows) + (self.shape[0] if rows < 0 else 0)]
+            rows = [int(rows)]  # (a negative one is counted from the end below, as any)
         elif isinstance(rows, slice):
             rows = range(*rows.indices(self.shape[0]))
         rows = np.asarray(rows)
