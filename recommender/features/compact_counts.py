@@ -9,8 +9,15 @@ but gaps above 65,535 occur only in a word vocabulary of several hundred thousan
 take four). Deflated, that is about a third of the bytes, and decoding is two numpy passes.
 
 :func:`encode_counts` gives the arrays an index file stores for a matrix, :func:`decode_counts`
-the matrix back, equal bit for bit (float32 values, int32 columns, sorted rows), after
-checking that the arrays describe one: a damaged file is refused, not mis-read.
+the matrix back, equal in every value (counts in the 8- or 16-bit type they were stored in,
+int32 columns, sorted rows), after checking that the arrays describe one: a damaged file is
+refused, not mis-read.
+
+In memory too a collection index holds its counts compact (:func:`compact_counts`): its
+TF-IDF rows are made from them bit for bit as from float32 counts
+(:func:`~recommender.features.index_features.unnormalised_tfidf` looks the sublinear tf of an
+8- or 16-bit count up in a table), and at 30,000 abstracts the character counts take 18 MB
+instead of 72.
 """
 from __future__ import annotations
 
@@ -25,6 +32,24 @@ _PARTS = ("counts", "gaps", "row_lengths", "shape")
 def _smallest_unsigned(values: np.ndarray, dtypes=(np.uint8, np.uint16, np.uint32)) -> np.dtype | None:
     largest = int(values.max(initial=0))
     return next((np.dtype(dtype) for dtype in dtypes if largest <= np.iinfo(dtype).max), None)
+
+
+def compact_counts(counts: sparse.csr_matrix) -> sparse.csr_matrix:
+    """``counts`` in the smallest unsigned integer type that holds them (a word is rarely seen
+    256 times in one abstract: 1 byte a count instead of 4), int32 column numbers; a matrix
+    of other values than whole non-negative numbers below 65,536 keeps them as float32."""
+    counts = sparse.csr_matrix(counts)
+    data = counts.data
+    if data.dtype in (np.uint8, np.uint16):
+        dtype = data.dtype
+    else:
+        whole = len(data) == 0 or (bool((data >= 0).all()) and bool((data == np.round(data)).all()))
+        dtype = (_smallest_unsigned(data, (np.uint8, np.uint16)) if whole else None) or np.dtype(np.float32)
+    index_dtype = np.int32 if max(counts.nnz, counts.shape[1]) < np.iinfo(np.int32).max else np.int64
+    compact = sparse.csr_matrix((data.astype(dtype, copy=False), counts.indices.astype(index_dtype, copy=False),
+                                 counts.indptr.astype(index_dtype, copy=False)), shape=counts.shape)
+    compact.has_sorted_indices = counts.has_sorted_indices
+    return compact
 
 
 def encode_counts(name: str, matrix: sparse.csr_matrix) -> dict[str, np.ndarray]:
@@ -54,8 +79,8 @@ def has_counts(name: str, arrays: Mapping[str, np.ndarray]) -> bool:
 
 
 def decode_counts(name: str, arrays: Mapping[str, np.ndarray]) -> sparse.csr_matrix:
-    """Matrix ``name`` of ``arrays`` (float32 values, int32 sorted columns). ValueError when the
-    arrays do not describe a matrix."""
+    """Matrix ``name`` of ``arrays`` (int32 sorted columns; its counts as stored: uint8 or
+    uint16, other values float32). ValueError when the arrays do not describe a matrix."""
     try:
         counts, gaps, lengths, shape = (np.asarray(arrays[f"{name}.{part}"]) for part in _PARTS)
     except KeyError as exc:
@@ -84,5 +109,6 @@ def decode_counts(name: str, arrays: Mapping[str, np.ndarray]) -> sparse.csr_mat
         indices = np.cumsum(steps, dtype=index_dtype)
     else:
         indices = np.zeros(0, dtype=index_dtype)
-    return sparse.csr_matrix((counts.astype(np.float32), indices, indptr.astype(index_dtype)),
-                             shape=(n_rows, n_columns))
+    if counts.dtype not in (np.uint8, np.uint16):
+        counts = counts.astype(np.float32)
+    return sparse.csr_matrix((counts, indices, indptr.astype(index_dtype)), shape=(n_rows, n_columns))

@@ -74,7 +74,9 @@ def _split(matrix: sparse.csr_matrix, position: np.ndarray, n_dense: int, dtype)
 
 
 class StackedRows:
-    """The rows of ``head`` then those of ``tail`` (CSR matrices of one width), stacked only as
+    """The rows of ``head`` then those of ``tail`` (CSR matrices of one width; ``tail`` may also
+    make its rows as they are taken, as a
+    :class:`~recommender.features.index_features.CountedTfidf` does), stacked only as
     they are taken: a library's rows above a collection index's, without the copy of the
     collection's that ``sparse.vstack`` makes (30,000 abstracts' character rows: 120 MB).
 
@@ -84,17 +86,21 @@ class StackedRows:
     ``[:]`` is the whole stacked matrix.
     """
 
-    def __init__(self, head: sparse.csr_matrix, tail: sparse.csr_matrix):
+    def __init__(self, head: sparse.csr_matrix, tail):
         if head.shape[1] != tail.shape[1]:
             raise ValueError(f"rows of {head.shape[1]} and {tail.shape[1]} columns cannot be stacked")
-        self.head, self.tail = sparse.csr_matrix(head), sparse.csr_matrix(tail)
+        self.head = sparse.csr_matrix(head)
+        # Rows made as they are taken (``tail[rows]``, ``column_counts()``: a collection index's
+        # character rows made from their compact counts) stay so.
+        self.tail = tail if hasattr(tail, "column_counts") else sparse.csr_matrix(tail)
         self.shape = (head.shape[0] + tail.shape[0], head.shape[1])
         self.dtype = np.result_type(head.dtype, tail.dtype)
 
     def column_counts(self) -> np.ndarray:
         """How many rows hold each column."""
-        return (np.bincount(self.head.indices, minlength=self.shape[1])
-                + np.bincount(self.tail.indices, minlength=self.shape[1]))
+        tail = self.tail.column_counts() if hasattr(self.tail, "column_counts") else np.bincount(
+            self.tail.indices, minlength=self.shape[1])
+        return np.bincount(self.head.indices, minlength=self.shape[1]) + tail
 
     def __getitem__(self, rows) -> sparse.csr_matrix:
         if isinstance(rows, tuple):  # [rows, columns]

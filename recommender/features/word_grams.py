@@ -99,10 +99,15 @@ def _tokens(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     is_word = table[codes].view(np.int8)
     edges = np.diff(is_word, prepend=np.int8(0), append=np.int8(0))
     del is_word
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    # 32 bits (a text of 2 GB is far beyond any collection): 30,000 abstracts hold 6 million
+    # tokens, and each int64 array of them is 48 MB.
+    position = np.int32 if len(codes) + 64 < np.iinfo(np.int32).max else np.int64  # (+ _packed's reach)
+    starts = np.flatnonzero(edges == 1).astype(position)
+    lengths = np.flatnonzero(edges == -1).astype(position)
     del edges
-    long_enough = ends - starts >= 2
-    return starts[long_enough], (ends - starts)[long_enough], alphabet
+    lengths -= starts
+    long_enough = lengths >= 2
+    return starts[long_enough], lengths[long_enough], alphabet
 
 
 def _packed(ranks: np.ndarray, starts: np.ndarray, lengths: np.ndarray, bits: int, width: int) -> np.ndarray:
@@ -145,8 +150,8 @@ def _word_numbers(points: CodePoints, starts: np.ndarray, lengths: np.ndarray,
     new = np.diff(keys, prepend=np.uint64(0)) != 0  # (no key is 0: a token has characters)
     distinct = keys[new]
     del keys
-    numbers = np.empty(len(starts), dtype=np.int64)
-    short_numbers = np.empty(len(order), dtype=np.int64)
+    numbers = np.empty(len(starts), dtype=np.int32)  # (distinct words: far below 2**31)
+    short_numbers = np.empty(len(order), dtype=np.int32)
     short_numbers[order] = np.cumsum(new) - 1
     numbers[short] = short_numbers
     del order, new, short_numbers
@@ -157,7 +162,7 @@ def _word_numbers(points: CodePoints, starts: np.ndarray, lengths: np.ndarray,
     long_words = dict.fromkeys(long_tokens)
     for number, word in enumerate(long_words, start=len(words)):
         long_words[word] = number
-    numbers[~short] = np.fromiter(map(long_words.__getitem__, long_tokens), dtype=np.int64, count=len(long_tokens))
+    numbers[~short] = np.fromiter(map(long_words.__getitem__, long_tokens), dtype=np.int32, count=len(long_tokens))
     return numbers, words + list(long_words)
 
 
@@ -170,10 +175,21 @@ def _term_keys(rank: np.ndarray, text: np.ndarray, n_words: int) -> tuple[np.nda
     whenever a < a', also when a is a prefix of a'.
     """
     stride = np.int64(n_words + 1)
-    unigrams = rank * stride
     same_text = text[1:] == text[:-1]  # bigrams never cross two texts
-    bigrams = rank[:-1][same_text] * stride + 1 + rank[1:][same_text]
-    return np.concatenate([unigrams, bigrams]), np.concatenate([text, text[:-1][same_text]])
+    n_unigrams, n_bigrams = len(rank), int(np.count_nonzero(same_text))
+    # Written into their places, not made apart and concatenated: at 30,000 abstracts each
+    # int64 array of these 9 million entries is 72 MB.
+    keys = np.empty(n_unigrams + n_bigrams, dtype=np.int64)
+    np.multiply(rank, stride, out=keys[:n_unigrams])
+    texts = np.empty(n_unigrams + n_bigrams, dtype=text.dtype)
+    texts[:n_unigrams] = text
+    if n_bigrams:
+        bigrams = keys[n_unigrams:]
+        np.compress(same_text, keys[: n_unigrams - 1], out=bigrams)
+        bigrams += 1
+        bigrams += np.compress(same_text, rank[1:])
+        np.compress(same_text, text[:-1], out=texts[n_unigrams:])
+    return keys, texts
 
 
 def _changes(values: np.ndarray) -> np.ndarray:
@@ -196,7 +212,7 @@ def word_grams(points: CodePoints, stop_words: Collection[str]) -> WordGrams:
     is_stop = np.fromiter((word in stop_words for word in words), dtype=bool, count=len(words))
     kept = ~is_stop[numbers]
     tokens_per_text = np.diff(np.searchsorted(starts, points.starts))
-    token_text = np.repeat(np.arange(len(points), dtype=np.int64), tokens_per_text)[kept]
+    token_text = np.repeat(np.arange(len(points), dtype=np.int32), tokens_per_text)[kept]
     del starts
     keys, entry_text = _term_keys(rank[numbers[kept]], token_text, len(words))
     del numbers, token_text
@@ -213,17 +229,26 @@ def word_grams(points: CodePoints, stop_words: Collection[str]) -> WordGrams:
         entries += entry_text
         entries.sort()
         new = np.flatnonzero(_changes(entries))
-        counts = np.diff(np.append(new, len(entries))).astype(np.float32)
+        counts = np.empty(len(new), dtype=np.float32)  # each run's length, without an int64 copy
+        np.subtract(new[1:], new[:-1], out=counts[:-1], casting="unsafe")
+        counts[-1:] = len(entries) - new[-1:]
         entries = entries[new]
-        entry_keys, entry_text = entries // n_texts, entries % n_texts
+        del new
+        entry_keys = entries // n_texts
+        entries %= n_texts
+        entry_text = entries.astype(np.int32)  # (the text numbers: 32 bits hold them)
+        del entries
     else:  # (a vocabulary too large to pack with the text number: never at index sizes)
         pairs, counts = np.unique(np.stack([keys, entry_text]), axis=1, return_counts=True)
         entry_keys, entry_text, counts = pairs[0], pairs[1], counts.astype(np.float32)
     new_term = _changes(entry_keys)
-    columns = np.cumsum(new_term) - 1
     term_keys = entry_keys[new_term]
-    # Entries in column order: the conversion keeps that order within each row (sorted indices).
-    matrix = sparse.coo_matrix((counts, (entry_text, columns)), shape=(len(points), len(term_keys))).tocsr()
+    del entry_keys
+    # The entries are in (term, text) order: compressed columns as they are, made rows by one
+    # conversion, which keeps each row's columns in order (sorted indices).
+    column_starts = np.append(np.flatnonzero(new_term), len(new_term))
+    del new_term
+    matrix = sparse.csc_matrix((counts, entry_text, column_starts), shape=(len(points), len(term_keys))).tocsr()
     stride = len(words) + 1
     return WordGrams(matrix, [words[index] for index in order], term_keys // stride, term_keys % stride - 1)
 

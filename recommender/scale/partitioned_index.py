@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy import sparse
 
+from recommender.features.compact_counts import compact_counts
 from recommender.features.index_features import (
     CountedTfidf,
     author_incidence,
@@ -122,15 +123,6 @@ def _local_chars(texts: list[str]):
     except ValueError:
         return sparse.csr_matrix((len(texts), 0), dtype=np.float32), ([], np.zeros(0, np.int64), None)
     return counts, (terms, np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.int32), None)
-
-
-def compact_counts(counts: sparse.csr_matrix) -> sparse.csr_matrix:
-    """``counts`` in the smallest unsigned integer type that holds them (a word is rarely seen
-    256 times in one abstract: 1 byte a count instead of 4), int32 column numbers."""
-    largest = counts.data.max(initial=0)
-    dtype = np.uint8 if largest <= 0xFF else np.uint16 if largest <= 0xFFFF else np.float32
-    return sparse.csr_matrix((counts.data.astype(dtype), counts.indices.astype(np.int32, copy=False),
-                              counts.indptr.astype(np.int32, copy=False)), shape=counts.shape)
 
 
 def count_partition(source, state, use_char: bool, read: Callable[[object], list] | None = None) -> dict:

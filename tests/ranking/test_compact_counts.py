@@ -42,11 +42,57 @@ def test_counts_round_trip_bit_for_bit(built):
         assert arrays[f"{name}.counts"].dtype == np.uint8  # counts in these abstracts stay below 256
         assert arrays[f"{name}.gaps"].dtype in (np.uint8, np.uint16)
         decoded = decode_counts(name, arrays)
-        assert decoded.dtype == np.float32 and decoded.indices.dtype == np.int32
+        assert decoded.dtype == np.uint8 and decoded.indices.dtype == np.int32  # kept as stored
         assert decoded.shape == matrix.shape and decoded.has_sorted_indices
         np.testing.assert_array_equal(decoded.indptr, matrix.indptr)
         np.testing.assert_array_equal(decoded.indices, matrix.indices)
         np.testing.assert_array_equal(decoded.data, matrix.data)
+
+
+def test_an_index_holds_its_counts_compact_and_makes_the_same_rows(built):
+    """Counts in 8 bits in memory (built or read); the rows made from them are those of float32
+    counts bit for bit, BM25 weights included."""
+    from recommender.features.index_features import bm25_parameters, bm25_weights, tfidf_rows
+
+    for name in MATRICES:
+        assert getattr(built, name).dtype == np.uint8 and getattr(built, name).indices.dtype == np.int32
+    for counts, idf, rows in ((built.word_counts, built.word_idf, built.word_rows),
+                              (built.char_counts, built.char_idf, built.char_rows),
+                              (built.title_counts, built.title_idf, built.title_rows)):
+        want = tfidf_rows(counts.astype(np.float32), idf)
+        assert np.array_equal(rows.indptr, want.indptr) and np.array_equal(rows.indices, want.indices)
+        assert rows.dtype == np.float32 and np.array_equal(rows.data, want.data)
+    unigrams = built.word_counts[:, built.unigram_columns].astype(np.float32)
+    idf, average = bm25_parameters(unigrams)
+    assert np.array_equal(idf, built.bm25_idf) and average == built.bm25_average_length
+    assert np.array_equal(bm25_weights(unigrams, idf, average).data, built.bm25_rows.data)
+
+
+def test_compact_counts_takes_the_smallest_type_and_keeps_other_values():
+    from recommender.features.compact_counts import compact_counts
+
+    def matrix(values, dtype=np.float32):
+        return sparse.csr_matrix(np.array([values, [0] * len(values)], dtype=dtype))
+
+    assert compact_counts(matrix([1, 0, 255])).dtype == np.uint8
+    assert compact_counts(matrix([1, 0, 256])).dtype == np.uint16
+    for kept in ([1, 0, 70_000], [1, 0, 0.5], [1, 0, -2]):  # too large, fractions, negatives: float32
+        compact = compact_counts(matrix(kept))
+        assert compact.dtype == np.float32 and np.array_equal(compact.toarray(), matrix(kept).toarray())
+    wide = compact_counts(matrix([3, 0, 2], dtype=np.int64))
+    assert wide.dtype == np.uint8 and wide.indices.dtype == wide.indptr.dtype == np.int32
+    assert np.array_equal(wide.toarray(), [[3, 0, 2], [0, 0, 0]])
+    empty = compact_counts(sparse.csr_matrix((2, 4), dtype=np.float32))
+    assert empty.dtype == np.uint8 and empty.shape == (2, 4)
+
+
+def test_the_character_counts_arrive_compact():
+    from recommender.features.index_features import count_chars, start_char_job
+
+    texts = [paper.text for paper in connectors.load(COLLECTION)]
+    counts, grams = start_char_job(texts)()
+    want, want_grams = count_chars(texts, len(texts))
+    assert counts.dtype == np.uint8 and grams == want_grams and (counts != want).nnz == 0
 
 
 def test_large_counts_wide_gaps_empty_rows_and_fractions_survive():
@@ -112,7 +158,7 @@ def _as_format_2(built, path: Path) -> Path:
         for part in ("counts", "gaps", "row_lengths", "shape"):
             arrays.pop(f"{name}.{part}")
         matrix = getattr(built, name)
-        arrays.update({f"{name}.data": matrix.data, f"{name}.indices": matrix.indices,
+        arrays.update({f"{name}.data": matrix.data.astype(np.float32), f"{name}.indices": matrix.indices,
                        f"{name}.indptr": matrix.indptr, f"{name}.shape": np.asarray(matrix.shape)})
     arrays.update(word_idf=built.word_idf, char_idf=built.char_idf, title_idf=built.title_idf)
     litrank_index.write(path, metadata, arrays, built.papers, "0.test")

@@ -282,7 +282,7 @@ def test_stacked_rows_are_the_stacked_matrix_bit_for_bit():
     for name in ("word", "char"):
         stacked = rep.vectors[name]
         assert isinstance(stacked, StackedRows)
-        plain = sparse.vstack([stacked.head, stacked.tail], format="csr")
+        plain = sparse.vstack([stacked.head, stacked.tail[:]], format="csr")  # (char: rows made from counts)
         n_library = stacked.head.shape[0]
         for rows in (slice(None), slice(2, 40, 3), np.array([n_library + 5, 1, n_library, 0, 1]),
                      np.arange(n_library, plain.shape[0]), [n_library - 1], 7, -1, np.array([], dtype=int)):
@@ -310,7 +310,7 @@ def test_products_of_stacked_rows_are_those_of_the_stacked_matrix_bit_for_bit(ba
     rep = _real_representations()
     for name in ("word", "char"):
         stacked = rep.vectors[name]
-        plain = sparse.vstack([stacked.head, stacked.tail], format="csr")
+        plain = sparse.vstack([stacked.head, stacked.tail[:]], format="csr")  # (char: rows made from counts)
         n_library = stacked.head.shape[0]
         np.testing.assert_array_equal(head_product(stacked, n_library), head_product(plain, n_library))
         rows = np.arange(plain.shape[0])[::-1][:-3]
@@ -464,7 +464,7 @@ def _reference_tfidf(counts, idf):
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.int64])
 def test_tfidf_rows_of_compact_counts_are_scikit_learns_bit_for_bit(dtype):
     index = CollectionIndexBuilder(lsa_components=0).build(connectors.load(DATA / "report-collection.jsonl"))
-    counts = index.char_counts.copy()
+    counts = index.char_counts.astype(np.float32)  # (held in 8 bits: too narrow for 3,000)
     counts.data[::7] = 200 if dtype == np.uint8 else 3000  # counts the 8- and 16-bit tables must look up too
     counts = sparse.csr_matrix(counts.astype(dtype))
     before = counts.copy()
@@ -476,6 +476,30 @@ def test_tfidf_rows_of_compact_counts_are_scikit_learns_bit_for_bit(dtype):
     norms = tfidf_norms(counts, index.char_idf)
     assert np.array_equal(tfidf_rows(counts, index.char_idf, norms).data, want.data)
     assert (counts != before).nnz == 0 and counts.dtype == dtype  # the counts untouched
+
+
+def test_the_index_makes_its_character_rows_from_their_counts_as_taken():
+    """A collection index holds no character rows, only 1-byte counts: any rows taken (one, a
+    slice, chosen ones, widened for a library's own n-grams) are the TF-IDF rows of float32
+    counts bit for bit, and the ranking's stacked rows take them so."""
+    index = CollectionIndexBuilder(lsa_components=0).build(connectors.load(DATA / "report-collection.jsonl"))
+    assert index.char_counts.dtype == np.uint8 and "char_rows" not in vars(index)
+    want = tfidf_rows(index.char_counts.astype(np.float32), index.char_idf)
+    lazy = index.char_tfidf
+    for rows in (slice(None), slice(3, 9), np.array([5, 0, 5, 2]), 4):
+        got, expected = lazy[rows], want[[rows] if isinstance(rows, int) else rows]
+        assert got.dtype == np.float32 and np.array_equal(got.indptr, expected.indptr)
+        assert np.array_equal(got.indices, expected.indices) and np.array_equal(got.data, expected.data)
+    wide = lazy.widened(want.shape[1] + 10)
+    assert wide.shape == (want.shape[0], want.shape[1] + 10) and (wide[:][:, : want.shape[1]] != want).nnz == 0
+    assert np.array_equal(wide.column_counts()[: want.shape[1]], np.bincount(want.indices, minlength=want.shape[1]))
+    rep = index.representations(connectors.load(EXAMPLE_LIBRARY)[:4])
+    stacked = rep.vectors["char"]
+    assert isinstance(stacked.tail, CountedTfidf)  # the index's counts, not a copy of rows
+    assert np.shares_memory(stacked.tail.counts.data, index.char_counts.data)
+    collection_rows = stacked[np.arange(4, stacked.shape[0])]
+    assert collection_rows.shape[1] >= want.shape[1] and collection_rows[:, want.shape[1]:].nnz == 0
+    assert np.array_equal(collection_rows[:, : want.shape[1]].toarray(), want.toarray())
 
 
 def test_counted_tfidf_makes_the_rows_and_any_columns_of_them_bit_for_bit():
