@@ -90,12 +90,16 @@ def _codes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
-def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> tuple[sparse.csr_matrix, np.ndarray]:
+def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str],
+                     compact: bool = False) -> tuple[sparse.csr_matrix, np.ndarray]:
     """``(counts, grams)``: float32 counts (one row per text, one column per n-gram) and the
     n-grams in sorted order, equal to ``CountVectorizer(analyzer="char_wb", ngram_range=(4, 4),
     preprocessor=preprocess)``'s ``fit_transform`` and ``get_feature_names_out``.
 
-    ``preprocess`` is the vectoriser's own (``build_preprocessor()``: lower case, accents).
+    ``preprocess`` is the vectoriser's own (``build_preprocessor()``: lower case, accents);
+    ``compact``: the same counts in the smallest unsigned type that holds them (as
+    :func:`~recommender.features.compact_counts.compact_counts` gives them), made so, not
+    converted: 30,000 abstracts' 18 million counts take 18 MB, not 72.
     """
     padded = [_padded_words(preprocess(text)) for text in texts]
     # Code points ranked (order kept, 0 left for "no character") so that four fit in a key;
@@ -130,7 +134,10 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str]) -> 
     np.cumsum(indptr, out=indptr)
     # A batch's gram numbers to columns: the batch's distinct grams looked up, not each entry's.
     columns = np.empty(int(indptr[-1]), dtype=np.int32)
-    values = np.empty(int(indptr[-1]), dtype=np.float32)
+    largest = max((int(piece[2].max(initial=0)) for piece in pieces), default=0)
+    value_type = np.float32 if not compact else np.uint8 if largest <= 0xFF else np.uint16 if largest <= 0xFFFF \
+        else np.float32
+    values = np.empty(int(indptr[-1]), dtype=value_type)
     for batch, piece in enumerate(pieces):
         start, stop = indptr[batch * _TEXT_BATCH], indptr[min((batch + 1) * _TEXT_BATCH, len(texts))]
         columns[start:stop] = np.searchsorted(grams, piece[3]).astype(np.int32)[piece[0]]

@@ -326,9 +326,10 @@ class CollectionIndex(LibraryWeighting):
             library_dense = np.asarray(embedder.embed(texts), dtype=np.float32).reshape(n_library, -1)
             rep.vectors["embedding"] = np.vstack([library_dense, self.embeddings])
         library_unigrams = word_counts[:, self.unigram_columns]
-        rep.term_counts = sparse.vstack([library_unigrams, self.word_counts[:, self.unigram_columns]], format="csr")
-        rep.bm25_weights = sparse.vstack([bm25_weights(library_unigrams, self.bm25_idf, self.bm25_average_length),
-                                          self.bm25_rows], format="csr")
+        # Stacked, not copied (30,000 abstracts: 40 MB): read a few rows at a time, or multiplied.
+        rep.term_counts = StackedRows(library_unigrams, self.word_counts[:, self.unigram_columns])
+        rep.bm25_weights = StackedRows(bm25_weights(library_unigrams, self.bm25_idf, self.bm25_average_length),
+                                       self.bm25_rows)
         vocabulary = {name: column for column, name in enumerate(self.author_names)}
         library_authors = author_incidence(library, vocabulary, grow=True)
         collection_authors = sparse.csr_matrix((self.author_rows.data, self.author_rows.indices,

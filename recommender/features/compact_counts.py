@@ -27,6 +27,7 @@ import numpy as np
 from scipy import sparse
 
 _PARTS = ("counts", "gaps", "row_lengths", "shape")
+_ROW_BLOCK = 4096
 
 
 def _smallest_unsigned(values: np.ndarray, dtypes=(np.uint8, np.uint16, np.uint32)) -> np.dtype | None:
@@ -50,6 +51,28 @@ def compact_counts(counts: sparse.csr_matrix) -> sparse.csr_matrix:
                                  counts.indptr.astype(index_dtype, copy=False)), shape=counts.shape)
     compact.has_sorted_indices = counts.has_sorted_indices
     return compact
+
+
+def keep_columns(matrix: sparse.csr_matrix, kept: np.ndarray) -> sparse.csr_matrix:
+    """``matrix[:, kept]`` (``kept``: a mask of its columns) with sorted indices, as scipy gives
+    it bit for bit, from one mask of the entries: scipy's column indexing of 30,000 abstracts'
+    character counts made copies 110 MB above the matrix."""
+    matrix = sparse.csr_matrix(matrix)
+    index_dtype = np.int32 if max(len(kept), matrix.nnz) < np.iinfo(np.int32).max else np.int64
+    new_column = (np.cumsum(kept, dtype=np.int64) - 1).astype(index_dtype)
+    entry_kept = kept[matrix.indices]
+    indices = matrix.indices[entry_kept].astype(index_dtype, copy=False)
+    for start in range(0, len(indices), _ROW_BLOCK * 256):  # renumbered in place, a block at a time
+        indices[start:start + _ROW_BLOCK * 256] = new_column[indices[start:start + _ROW_BLOCK * 256]]
+    indptr = np.zeros(matrix.shape[0] + 1, dtype=index_dtype)
+    for start in range(0, matrix.shape[0], _ROW_BLOCK):  # kept entries before each row, a block of rows at a time
+        stop = min(start + _ROW_BLOCK, matrix.shape[0])
+        first, last = matrix.indptr[start], matrix.indptr[stop]
+        before = np.concatenate([[0], np.cumsum(entry_kept[first:last], dtype=np.int64)])
+        indptr[start + 1: stop + 1] = indptr[start] + before[matrix.indptr[start + 1: stop + 1] - first]
+    pruned = sparse.csr_matrix((matrix.data[entry_kept], indices, indptr), shape=(matrix.shape[0], int(kept.sum())))
+    pruned.sort_indices()  # (already sorted when the matrix's were: the kept columns keep their order)
+    return pruned
 
 
 def encode_counts(name: str, matrix: sparse.csr_matrix) -> dict[str, np.ndarray]:

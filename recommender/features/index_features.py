@@ -145,19 +145,22 @@ def fit_counts(counter, texts: list[str]) -> tuple[sparse.csr_matrix, list[str]]
     return counts, counter.get_feature_names_out().tolist()
 
 
-def count_chars(texts: list[str], n_papers: int) -> tuple[sparse.csr_matrix, list[str]]:
+def count_chars(texts: list[str], n_papers: int, compact: bool = False) -> tuple[sparse.csr_matrix, list[str]]:
     """``fit_counts(char_counter(n_papers=n_papers), texts)``: the same counts and n-grams,
     counted with numpy (:func:`~recommender.features.char_grams.count_char_grams`), the vectoriser's
-    ``min_df`` applied as it applies it. ValueError when no n-gram is left."""
+    ``min_df`` applied as it applies it. ValueError when no n-gram is left. ``compact``: the
+    counts in 8 or 16 bits (:func:`~recommender.features.compact_counts.compact_counts`)."""
     from recommender.features.char_grams import count_char_grams
+    from recommender.features.compact_counts import compact_counts, keep_columns
 
-    counts, grams = count_char_grams(texts, fold_accents)
+    counts, grams = count_char_grams(texts, fold_accents, compact=compact)
+    if compact:
+        counts = compact_counts(counts)  # (already so unless counted the slow way)
     kept = np.bincount(counts.indices, minlength=len(grams)) >= document_frequency_limits("char", n_papers)[0]
     if not kept.any():
         raise ValueError("no character n-grams in the texts")
     if not kept.all():
-        counts, grams = sparse.csr_matrix(counts[:, kept]), grams[kept]
-        counts.sort_indices()
+        counts, grams = keep_columns(counts, kept), grams[kept]
     return counts, grams.tolist()
 
 
@@ -170,10 +173,7 @@ def start_char_job(texts: list[str]):
 
 
 def _compact_char_counts(texts: list[str], n_papers: int) -> tuple[sparse.csr_matrix, list[str]]:
-    from recommender.features.compact_counts import compact_counts
-
-    counts, grams = count_chars(texts, n_papers)
-    return compact_counts(counts), grams
+    return count_chars(texts, n_papers, compact=True)
 
 
 def smooth_idf(counts: sparse.csr_matrix) -> np.ndarray:

@@ -59,7 +59,8 @@ class Representations:
     word_vectorizer: CountVectorizer | None = None
     has_authors: bool = False
     # Sparse (N, n_terms) rows: BM25 document weights and raw term counts, for the score
-    # of each candidate against the whole library (any subset of it) as one query.
+    # of each candidate against the whole library (any subset of it) as one query (a CSR
+    # matrix, or against an index a StackedRows: read by rows or multiplied, never copied).
     bm25_weights: sparse.csr_matrix | None = None
     term_counts: sparse.csr_matrix | None = None
     # How many rows hold each column of ``vectors[name]``, where known without counting (an

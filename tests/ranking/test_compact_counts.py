@@ -86,6 +86,24 @@ def test_compact_counts_takes_the_smallest_type_and_keeps_other_values():
     assert empty.dtype == np.uint8 and empty.shape == (2, 4)
 
 
+def test_keep_columns_is_scipys_column_indexing_bit_for_bit(built):
+    from recommender.features.compact_counts import keep_columns
+
+    rng = np.random.default_rng(0)
+    for matrix in (built.char_counts, built.word_counts.astype(np.float32), sparse.csr_matrix((3, 4))):
+        for share in (0.0, 0.3, 1.0):
+            kept = rng.random(matrix.shape[1]) < share
+            want = sparse.csr_matrix(matrix[:, kept])
+            want.sort_indices()
+            got = keep_columns(matrix, kept)
+            assert got.shape == want.shape and got.dtype == want.dtype and got.has_sorted_indices
+            assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+            assert np.array_equal(got.data, want.data)
+    with_empty_rows = sparse.csr_matrix(np.array([[0, 0, 0], [1, 2, 3], [0, 0, 0], [4, 0, 5], [0, 0, 0]]))
+    assert np.array_equal(keep_columns(with_empty_rows, np.array([True, False, True])).toarray(),
+                          [[0, 0], [1, 3], [0, 0], [4, 5], [0, 0]])
+
+
 def test_the_character_counts_arrive_compact():
     from recommender.features.index_features import count_chars, start_char_job
 
@@ -93,6 +111,10 @@ def test_the_character_counts_arrive_compact():
     counts, grams = start_char_job(texts)()
     want, want_grams = count_chars(texts, len(texts))
     assert counts.dtype == np.uint8 and grams == want_grams and (counts != want).nnz == 0
+    assert np.array_equal(counts.indices, want.indices) and np.array_equal(counts.indptr, want.indptr)
+    # A count above 255 takes 16 bits, made so while counting.
+    repeated = count_chars([" ".join(["spam"] * 300), "eggs spam"], 2, compact=True)[0]
+    assert repeated.dtype == np.uint16 and repeated.max() == 300
 
 
 def test_large_counts_wide_gaps_empty_rows_and_fractions_survive():

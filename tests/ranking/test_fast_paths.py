@@ -296,8 +296,17 @@ def test_stacked_rows_are_the_stacked_matrix_bit_for_bit():
         with pytest.raises(IndexError):
             stacked[mask[:-1]]
         np.testing.assert_array_equal(stacked.column_counts(), np.bincount(plain.indices, minlength=plain.shape[1]))
+        other = plain[[n_library + 2, 0, n_library + 9]].T.tocsr()
+        product, expected = stacked @ other, plain @ other
+        assert product.dtype == expected.dtype and np.array_equal(product.toarray(), expected.toarray())
         with pytest.raises(IndexError):
             stacked[np.array([plain.shape[0]])]
+    # The BM25 weights and term counts are stacked the same way, never copied.
+    for stacked in (rep.bm25_weights, rep.term_counts):
+        assert isinstance(stacked, StackedRows) and stacked.dtype == np.float32
+        plain = sparse.vstack([stacked.head, stacked.tail], format="csr")
+        rows = np.array([3, stacked.head.shape[0] + 1, 0])
+        assert np.array_equal(stacked[rows].toarray(), plain[rows].toarray()) and stacked[rows].dtype == plain.dtype
     with pytest.raises(ValueError, match="cannot be stacked"):
         StackedRows(sparse.csr_matrix((1, 3)), sparse.csr_matrix((1, 4)))
 
