@@ -57,7 +57,7 @@ class CollectionPart:
     @classmethod
     def of_index(cls, index, start: int, stop: int) -> "CollectionPart":
         return cls(start, index.papers[start:stop], index.word_rows[start:stop],
-                   None if index.char_tfidf is None else index.char_tfidf.take(slice(start, stop)),
+                   None if index.char_tfidf is None else index.char_tfidf[start:stop],
                    None if index.embeddings is None else index.embeddings[start:stop],
                    index.bm25_rows[start:stop], index.author_rows[start:stop])
 

@@ -487,12 +487,23 @@ def test_tfidf_rows_of_compact_counts_are_scikit_learns_bit_for_bit(dtype):
     assert (counts != before).nnz == 0 and counts.dtype == dtype  # the counts untouched
 
 
-def test_the_index_makes_its_character_rows_from_their_counts_as_taken():
-    """A collection index holds no character rows, only 1-byte counts: any rows taken (one, a
-    slice, chosen ones, widened for a library's own n-grams) are the TF-IDF rows of float32
-    counts bit for bit, and the ranking's stacked rows take them so."""
-    index = CollectionIndexBuilder(lsa_components=0).build(connectors.load(DATA / "report-collection.jsonl"))
+def test_the_index_makes_its_character_rows_from_their_counts_as_taken(monkeypatch):
+    """A large collection's index holds no character rows, only 1-byte counts: any rows taken
+    (one, a slice, chosen ones, widened for a library's own n-grams) are the TF-IDF rows of
+    float32 counts bit for bit, and the ranking's stacked rows take them so; it ranks as an
+    index that holds its rows (a small collection's), to the last bit."""
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    held = CollectionIndexBuilder(lsa_components=0).build(papers)
+    assert sparse.issparse(held.char_tfidf) and held.char_rows is held.char_tfidf
+    monkeypatch.setattr("recommender.features.collection_index.COUNTED_CHAR_ROWS_MIN_PAPERS", 1)
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
     assert index.char_counts.dtype == np.uint8 and "char_rows" not in vars(index)
+    assert isinstance(index.char_tfidf, CountedTfidf) and (index.char_rows != held.char_rows).nnz == 0
+    library = connectors.load(EXAMPLE_LIBRARY)
+    scores = [HybridModel().fit_representations(i.representations(library), np.arange(len(library)),
+                                                len(library) + np.arange(i.n_papers), library).scores_
+              for i in (index, held)]
+    assert np.array_equal(scores[0], scores[1])
     want = tfidf_rows(index.char_counts.astype(np.float32), index.char_idf)
     lazy = index.char_tfidf
     for rows in (slice(None), slice(3, 9), np.array([5, 0, 5, 2]), 4):
