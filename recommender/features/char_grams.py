@@ -13,6 +13,8 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy import sparse
 
+from recommender.features.compact_counts import count_type
+
 N = 4
 _SPACE = ord(" ")
 _TEXT_BATCH = 2000
@@ -135,9 +137,7 @@ def count_char_grams(texts: Sequence[str], preprocess: Callable[[str], str],
     # A batch's gram numbers to columns: the batch's distinct grams looked up, not each entry's.
     columns = np.empty(int(indptr[-1]), dtype=np.int32)
     largest = max((int(piece[2].max(initial=0)) for piece in pieces), default=0)
-    value_type = np.float32 if not compact else np.uint8 if largest <= 0xFF else np.uint16 if largest <= 0xFFFF \
-        else np.float32
-    values = np.empty(int(indptr[-1]), dtype=value_type)
+    values = np.empty(int(indptr[-1]), dtype=count_type(largest) if compact else np.float32)
     for batch, piece in enumerate(pieces):
         start, stop = indptr[batch * _TEXT_BATCH], indptr[min((batch + 1) * _TEXT_BATCH, len(texts))]
         columns[start:stop] = np.searchsorted(grams, piece[3]).astype(np.int32)[piece[0]]

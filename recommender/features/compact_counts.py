@@ -28,11 +28,18 @@ from scipy import sparse
 
 _PARTS = ("counts", "gaps", "row_lengths", "shape")
 _ROW_BLOCK = 4096
+_ENTRY_BLOCK = 1 << 20
 
 
 def _smallest_unsigned(values: np.ndarray, dtypes=(np.uint8, np.uint16, np.uint32)) -> np.dtype | None:
     largest = int(values.max(initial=0))
     return next((np.dtype(dtype) for dtype in dtypes if largest <= np.iinfo(dtype).max), None)
+
+
+def count_type(largest: int) -> np.dtype:
+    """The smallest of uint8 and uint16 that holds whole counts up to ``largest``, else float32."""
+    return next((np.dtype(dtype) for dtype in (np.uint8, np.uint16) if largest <= np.iinfo(dtype).max),
+                np.dtype(np.float32))
 
 
 def compact_counts(counts: sparse.csr_matrix) -> sparse.csr_matrix:
@@ -45,7 +52,7 @@ def compact_counts(counts: sparse.csr_matrix) -> sparse.csr_matrix:
         dtype = data.dtype
     else:
         whole = len(data) == 0 or (bool((data >= 0).all()) and bool((data == np.round(data)).all()))
-        dtype = (_smallest_unsigned(data, (np.uint8, np.uint16)) if whole else None) or np.dtype(np.float32)
+        dtype = count_type(int(data.max(initial=0))) if whole else np.dtype(np.float32)
     index_dtype = np.int32 if max(counts.nnz, counts.shape[1]) < np.iinfo(np.int32).max else np.int64
     compact = sparse.csr_matrix((data.astype(dtype, copy=False), counts.indices.astype(index_dtype, copy=False),
                                  counts.indptr.astype(index_dtype, copy=False)), shape=counts.shape)
@@ -62,8 +69,8 @@ def keep_columns(matrix: sparse.csr_matrix, kept: np.ndarray) -> sparse.csr_matr
     new_column = (np.cumsum(kept, dtype=np.int64) - 1).astype(index_dtype)
     entry_kept = kept[matrix.indices]
     indices = matrix.indices[entry_kept].astype(index_dtype, copy=False)
-    for start in range(0, len(indices), _ROW_BLOCK * 256):  # renumbered in place, a block at a time
-        indices[start:start + _ROW_BLOCK * 256] = new_column[indices[start:start + _ROW_BLOCK * 256]]
+    for start in range(0, len(indices), _ENTRY_BLOCK):  # renumbered in place, a block at a time
+        indices[start:start + _ENTRY_BLOCK] = new_column[indices[start:start + _ENTRY_BLOCK]]
     indptr = np.zeros(matrix.shape[0] + 1, dtype=index_dtype)
     for start in range(0, matrix.shape[0], _ROW_BLOCK):  # kept entries before each row, a block of rows at a time
         stop = min(start + _ROW_BLOCK, matrix.shape[0])
