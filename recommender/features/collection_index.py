@@ -316,9 +316,7 @@ class CollectionIndex(LibraryWeighting):
         library_char = None
         if self.char_tfidf is not None:
             library_char = self.library_rows("char", texts)
-            width = library_char.shape[1]
-            rep.vectors["char"] = StackedRows(library_char, self.char_tfidf.widened(width) if isinstance(
-                self.char_tfidf, CountedTfidf) else widen_columns(self.char_tfidf, width))
+            rep.vectors["char"] = StackedRows(library_char, widen_columns(self.char_tfidf, library_char.shape[1]))
         for name, library_rows in (("word", library_word), ("char", library_char)):
             if library_rows is not None:  # the products' column shares, without counting the collection again
                 counts = np.bincount(library_rows.indices, minlength=library_rows.shape[1])

@@ -91,8 +91,7 @@ def encode_counts(name: str, matrix: sparse.csr_matrix) -> dict[str, np.ndarray]
         matrix = matrix.sorted_indices()
     data = np.asarray(matrix.data)
     whole = len(data) == 0 or (bool((data >= 0).all()) and bool((data == np.round(data)).all()))
-    count_dtype = _smallest_unsigned(data, (np.uint8, np.uint16)) if whole else None
-    counts = data.astype(count_dtype) if count_dtype is not None else data.astype(np.float32)
+    counts = data.astype(count_type(int(data.max(initial=0))) if whole else np.float32)
     indices = matrix.indices.astype(np.int64)
     gaps = np.diff(indices, prepend=np.int64(0))
     lengths = np.diff(matrix.indptr)

@@ -328,8 +328,11 @@ def embedder_id(embedder) -> str | None:
     return None if embedder is None else str(getattr(embedder, "model_id", type(embedder).__name__))
 
 
-def widen_columns(rows: sparse.csr_matrix, n_columns: int) -> sparse.csr_matrix:
-    """``rows`` with empty columns appended up to ``n_columns`` (no copy)."""
+def widen_columns(rows, n_columns: int):
+    """``rows`` (a CSR matrix or a :class:`CountedTfidf`) with empty columns appended up to
+    ``n_columns`` (no copy)."""
+    if isinstance(rows, CountedTfidf):
+        return rows.widened(n_columns)
     return sparse.csr_matrix((rows.data, rows.indices, rows.indptr), shape=(rows.shape[0], n_columns))
 
 
