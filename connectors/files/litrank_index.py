@@ -12,7 +12,8 @@ A ``.litrank`` file is a zip archive of plain data, nothing executable:
 * ``metadata.json``: the index's vocabularies, feature layout and embedder, and the papers'
   identity keys (what finding the papers a library already holds compares)
   (``CollectionIndex.to_parts``);
-* ``papers.json``: the collection's papers, every field;
+* ``papers.json``: the collection's papers, every field (format 4: one list a field, in the
+  order of :class:`~recommender.paper.Paper`'s fields; formats 1-3: one object a paper);
 * ``arrays/NAME.npy``: numeric arrays, deflated, read with ``allow_pickle=False``.
 
 Reading checks the container (a zip holding a litrank manifest), the format version, and
@@ -39,14 +40,17 @@ from connectors.errors import SourceError
 from recommender.paper import Paper
 
 FORMAT = "litrank-index"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 # Format 1 stored the LSA components (k x n_terms) where format 2 stores their basis (n_papers x k);
 # format 3 stores count matrices as small integers and column gaps, deflated, without the IDF
-# that follows from them (recommender.features.compact_counts: 25 MB -> 8 MB for 3,000 papers).
+# that follows from them (recommender.features.compact_counts: 25 MB -> 8 MB for 3,000 papers);
+# format 4 stores the papers as one list a field, not one object a paper (read in half the time).
 # The same index, read the same way.
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
 SUFFIX = ".litrank"
-_PAPER_FIELDS = {f.name for f in dataclasses.fields(Paper)}
+_FIELD_NAMES = [f.name for f in dataclasses.fields(Paper)]
+_PAPER_FIELDS = set(_FIELD_NAMES)
+_TEXT_FIELDS = ("id", "title", "abstract", "venue")
 
 
 def is_index_path(source) -> bool:
@@ -60,13 +64,15 @@ def write(path: str | Path, metadata: dict, arrays: dict[str, np.ndarray], paper
     ``arrays`` by name, the collection's ``papers``, and the litrank version that wrote them."""
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "litrank_version": litrank_version,
                 "arrays": sorted(arrays)}
-    records = [dataclasses.asdict(paper) for paper in papers]
+    # One list a field, in the order of Paper's fields (JSON of a few long lists decodes in half
+    # the time of an object a paper, and a paper is made from its values in order).
+    columns = {name: [getattr(paper, name) for paper in papers] for name in _FIELD_NAMES}
 
     def write_zip(handle) -> None:
         with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
             archive.writestr("manifest.json", json.dumps(manifest, indent=1))
             archive.writestr("metadata.json", json.dumps(metadata, ensure_ascii=False))
-            archive.writestr("papers.json", json.dumps(records, ensure_ascii=False))
+            archive.writestr("papers.json", json.dumps(columns, ensure_ascii=False))
             for name, array in arrays.items():
                 buffer = io.BytesIO()
                 np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
@@ -114,9 +120,24 @@ def _papers(data: bytes, path: Path) -> list[Paper]:
         records = json.loads(data)
     except ValueError as exc:
         raise SourceError(f"{path}: damaged litrank index ({exc})") from None
+    if isinstance(records, dict):  # format 4: one list a field
+        return _papers_of_columns(records, path)
     if not isinstance(records, list):
         raise SourceError(f"{path}: damaged litrank index (papers.json holds no list)")
-    return [_paper(record, path) for record in records]
+    return [_paper(record, path) for record in records]  # formats 1-3: one object a paper
+
+
+def _papers_of_columns(columns: dict, path: Path) -> list[Paper]:
+    """The papers of format 4's ``papers.json``: every field of Paper, a list of one value a paper."""
+    if set(columns) != _PAPER_FIELDS:
+        raise SourceError(f"{path}: damaged litrank index (papers.json names other fields than a paper's)")
+    ordered = [columns[name] for name in _FIELD_NAMES]
+    if not all(isinstance(values, list) for values in ordered) or len({len(values) for values in ordered}) > 1:
+        raise SourceError(f"{path}: damaged litrank index (papers.json holds lists of different lengths)")
+    if not all(type(value) is str for name in _TEXT_FIELDS for value in columns[name]) \
+            or not all(type(value) is list for value in columns["authors"]):
+        raise SourceError(f"{path}: damaged litrank index (a paper record has fields of the wrong type)")
+    return [Paper(*values) for values in zip(*ordered)]
 
 
 def read_papers(path: str | Path) -> list[Paper]:

@@ -53,8 +53,9 @@ class SharedRepresentations:
         rows = np.array([self._row_of_id[paper.id] for paper in list(library) + list(collection)])
         library_rows = rows[: len(library)]
         universe = self.universe
+        term_counts, weights = universe.bm25()
         task = Representations(n_library=len(library), word_vectorizer=universe.word_vectorizer,
-                               bm25_weights=universe.bm25_weights[rows], term_counts=universe.term_counts[rows])
+                               bm25_weights=weights[rows], term_counts=term_counts[rows])
         for name, vectors in universe.vectors.items():
             task.vectors[name] = vectors[rows]
         for name, block in universe.blocks.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -61,12 +61,21 @@ class Representations:
     # Sparse (N, n_terms) rows: BM25 document weights and raw term counts, for the score
     # of each candidate against the whole library (any subset of it) as one query (a CSR
     # matrix, or against an index a StackedRows: read by rows or multiplied, never copied).
+    # Read them with bm25(): against an index they are made on first use, by ``bm25_source``.
     bm25_weights: sparse.csr_matrix | None = None
     term_counts: sparse.csr_matrix | None = None
+    bm25_source: Callable[[], tuple] | None = field(default=None, repr=False)
     # How many rows hold each column of ``vectors[name]``, where known without counting (an
     # index knows its collection's); and the (N, n_authors) author incidence, where kept.
     column_counts: dict = field(default_factory=dict)
     author_rows: sparse.csr_matrix | None = None
+
+    def bm25(self) -> tuple:
+        """``(term_counts, bm25_weights)``, made by ``bm25_source`` on first use where not given."""
+        if self.term_counts is None and self.bm25_source is not None:
+            self.term_counts, self.bm25_weights = self.bm25_source()
+            self.bm25_source = None
+        return self.term_counts, self.bm25_weights
 
 
 class RepresentationBuilder:

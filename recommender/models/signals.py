@@ -95,8 +95,9 @@ def _cosine_aggregations(rep: Representations, name: str, candidate_rows: np.nda
 
 def library_query_bm25(rep: Representations, candidate_rows: np.ndarray, library_cols: np.ndarray) -> np.ndarray:
     """BM25 with the whole library as one query (term weight log(1 + count)), scaled to max 1."""
-    query = np.log1p(np.asarray(rep.term_counts[library_cols].sum(axis=0)).ravel())
-    scores = np.asarray(rep.bm25_weights[candidate_rows] @ query).ravel()
+    term_counts, weights = rep.bm25()
+    query = np.log1p(np.asarray(term_counts[library_cols].sum(axis=0)).ravel())
+    scores = np.asarray(weights[candidate_rows] @ query).ravel()
     best = scores.max() if len(scores) else 0.0
     return scores / best if best > 0 else scores
 

@@ -1,6 +1,7 @@
 """Collection indexes (`litrank index`, `rank -c FILE.litrank`): round trip, equal rankings, refusals."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import io
 import json
@@ -16,6 +17,7 @@ from connectors.files import litrank_index
 from recommender.cli import main
 from recommender.features.collection_index import CollectionIndexBuilder
 from recommender.models.hybrid import HybridModel, score_library
+from recommender.paper import Paper
 from recommender.ranking import read_index, write_index
 from tests.conftest import DATA, EXAMPLE_LIBRARY, SEEDS, require
 
@@ -207,6 +209,34 @@ def test_a_stale_format_version_is_refused(tmp_path, index_file):
     manifest["format_version"] = litrank_index.FORMAT_VERSION + 1
     stale = _rewrite(index_file, tmp_path / "stale.litrank", {"manifest.json": json.dumps(manifest).encode()})
     _refused(stale, f"format {litrank_index.FORMAT_VERSION + 1}", "rebuild")
+
+
+def test_papers_are_stored_a_list_a_field_and_read_from_older_files_too(tmp_path, index_file):
+    with zipfile.ZipFile(index_file) as archive:
+        columns = json.loads(archive.read("papers.json"))
+    papers = connectors.load(COLLECTION)
+    assert list(columns) == [field.name for field in dataclasses.fields(Paper)]
+    assert columns["id"] == [paper.id for paper in papers] and columns["authors"][0] == papers[0].authors
+    assert read_index(index_file).papers == papers
+    # Formats 1-3 stored one object a paper: such a file is read to the same papers.
+    records = [dict(zip(columns, values)) for values in zip(*columns.values())]
+    older = _rewrite(index_file, tmp_path / "older.litrank", {"papers.json": json.dumps(records).encode()})
+    assert read_index(older).papers == papers
+
+
+@pytest.mark.parametrize("damage", [
+    lambda columns: columns.pop("venue"),
+    lambda columns: columns.update(title=columns["title"][:-1]),
+    lambda columns: columns["title"].__setitem__(2, 7),
+    lambda columns: columns["authors"].__setitem__(0, "Ada Lovelace"),
+    lambda columns: columns.update(id="x"),
+])
+def test_damaged_paper_columns_are_refused(tmp_path, index_file, damage):
+    with zipfile.ZipFile(index_file) as archive:
+        columns = json.loads(archive.read("papers.json"))
+    damage(columns)
+    damaged = _rewrite(index_file, tmp_path / "damaged.litrank", {"papers.json": json.dumps(columns).encode()})
+    _refused(damaged, "damaged litrank index")
 
 
 def test_another_feature_layout_is_refused(tmp_path, index_file):

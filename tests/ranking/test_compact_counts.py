@@ -158,7 +158,7 @@ def test_an_index_file_stores_compact_counts_and_no_idf(tmp_path, built):
         manifest = json.loads(archive.read("manifest.json"))
         metadata = json.loads(archive.read("metadata.json"))
         kinds = {info.compress_type for info in archive.infolist() if info.filename.startswith("arrays/")}
-    assert manifest["format_version"] == litrank_index.FORMAT_VERSION == 3 and kinds == {zipfile.ZIP_DEFLATED}
+    assert manifest["format_version"] == litrank_index.FORMAT_VERSION == 4 and kinds == {zipfile.ZIP_DEFLATED}
     stored = _arrays(path)
     assert not {"word_idf", "char_idf", "title_idf"} & set(stored)
     assert not any(name.endswith((".data", ".indices", ".indptr")) for name in stored)

@@ -262,6 +262,28 @@ def _real_representations():
     return index.representations(connectors.load(EXAMPLE_LIBRARY))
 
 
+def test_bm25_is_made_only_for_a_model_that_reads_it(monkeypatch):
+    """The default ranks against an index without BM25; the whole-library profile makes it,
+    the same weights as an index made with them at once."""
+    import recommender.features.collection_index as collection_index
+    from recommender.models.index_fit import fit_on_index
+
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    library = connectors.load(EXAMPLE_LIBRARY)
+    index = CollectionIndexBuilder(lsa_components=0).build(papers)
+    made = []
+    real = collection_index.bm25_weights
+    monkeypatch.setattr(collection_index, "bm25_weights", lambda *args: made.append(args) or real(*args))
+    fit_on_index(HybridModel(), index, library)
+    assert made == []
+    profiled = fit_on_index(HybridModel(profile_weight=1.0), index, library)
+    assert len(made) == 2 and "profile" in profiled.components_  # the collection's rows, then the library's
+    fit_on_index(HybridModel(profile_weight=1.0), index, library)
+    assert len(made) == 3  # the collection's are made once
+    expected = HybridModel(profile_weight=1.0).fit(library, papers)
+    np.testing.assert_array_equal(profiled.components_["profile"], expected.components_["profile"])
+
+
 def test_side_by_side_rows_are_the_joined_rows_bit_for_bit():
     rep = _real_representations()
     word, char = rep.vectors["word"][:], rep.vectors["char"][:]
@@ -301,8 +323,10 @@ def test_stacked_rows_are_the_stacked_matrix_bit_for_bit():
         assert product.dtype == expected.dtype and np.array_equal(product.toarray(), expected.toarray())
         with pytest.raises(IndexError):
             stacked[np.array([plain.shape[0]])]
-    # The BM25 weights and term counts are stacked the same way, never copied.
-    for stacked in (rep.bm25_weights, rep.term_counts):
+    # The BM25 weights and term counts are stacked the same way, never copied, and made only
+    # when read.
+    assert rep.term_counts is None and rep.bm25_weights is None
+    for stacked in rep.bm25():
         assert isinstance(stacked, StackedRows) and stacked.dtype == np.float32
         plain = sparse.vstack([stacked.head, stacked.tail], format="csr")
         rows = np.array([3, stacked.head.shape[0] + 1, 0])
