@@ -133,7 +133,7 @@ def _papers_of_columns(columns: dict, path: Path) -> list[Paper]:
         raise SourceError(f"{path}: damaged litrank index (papers.json names other fields than a paper's)")
     ordered = [columns[name] for name in _FIELD_NAMES]
     if not all(isinstance(values, list) for values in ordered) or len({len(values) for values in ordered}) > 1:
-        raise SourceError(f"{path}: damaged litrank index (papers.json holds lists of different lengths)")
+        raise SourceError(f"{path}: damaged litrank index (papers.json holds no list a field, all of one length)")
     if not all(type(value) is str for name in _TEXT_FIELDS for value in columns[name]) \
             or not all(type(value) is list for value in columns["authors"]):
         raise SourceError(f"{path}: damaged litrank index (a paper record has fields of the wrong type)")

@@ -3,10 +3,10 @@
 :class:`CollectionIndexBuilder` fits, on the collection alone, everything a ranking needs from
 it: the word and character vocabularies with their IDF, the papers' TF-IDF rows, BM25 weights
 (made when a model first reads them), the LSA topic space, the authors and (with an embedder)
-the embeddings. A library is then only
-*transformed* with those vectorisers (:meth:`CollectionIndex.representations`), so ranking
-500 papers against 3,000 tokenises 500 texts, not 3,500. ``litrank rank`` builds this index in
-memory for every run; ``litrank index`` stores it (``connectors.files.litrank_index``) for reuse.
+the embeddings. A library is then only *transformed* with those vectorisers
+(:meth:`CollectionIndex.representations`), so ranking 500 papers against 3,000 tokenises 500
+texts, not 3,500. ``litrank rank`` builds this index in memory for every run; ``litrank index``
+stores it (``connectors.files.litrank_index``) for reuse.
 
 Collection-wide state (fitted once): vocabularies, IDF, collection rows of every
 representation, LSA components, BM25 document weights, author incidence, embeddings.
