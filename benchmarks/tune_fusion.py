@@ -8,6 +8,7 @@ libraries together, one embedder at a time.
     python -m benchmarks.tune_fusion --grid "aggregation=auto|topics|log2;column_scale=library|own" \
         --output benchmarks/results/tune_depth_fold1_dev_minilm.json
     python -m benchmarks.tune_fusion --short-lists --grid "column_prior=0|300|1000"   # 16 candidates a list
+    python -m benchmarks.tune_fusion --grid "dense_depth=1|2|3|None"   # None: the channels summed first
 
 Each task (a query paper and its pool, a composite library or a publication list and its
 collection, see :mod:`recommender.evaluation.composite`) is indexed once; every setting of the grid is then
@@ -49,6 +50,8 @@ def parse_grid(text: str) -> list[dict]:
 
 
 def _value(text: str):
+    if text == "None":  # dense_depth=None, say
+        return None
     try:
         return int(text)
     except ValueError:

@@ -152,7 +152,8 @@ class AffinityScorer:
             authors=columns["authors"][rows], char_weight=model.char_weight, dense_weight=model.dense_weights(papers),
             feedback_docs=model.feedback_docs, feedback_weight=model.feedback_weight,
             profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation,
-            column_scale=model.column_scale, column_prior=model.column_prior))
+            column_scale=model.column_scale, column_prior=model.column_prior,
+            dense_depth=model.dense_depth))
 
     def _score_group(self, engine, parts, columns: "_Columns", libraries: list[list[Paper]]) -> np.ndarray:
         return np.vstack(engine.collect(self._final_states(engine, parts, columns, libraries), "out"))

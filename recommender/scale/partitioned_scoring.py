@@ -86,6 +86,7 @@ class LibraryColumns:
     aggregation: str | int = "auto"
     column_scale: str = "library"
     column_prior: float = 0.0
+    dense_depth: int | None = None  # HybridModel.dense_depth
     # Collection rows (global) that are candidates but never feedback: `rank`'s disliked papers.
     not_feedback: np.ndarray | None = None
     # Also return the parts of each score (text: lexical, dense; profile; authors), as `rank` explains them.
@@ -348,6 +349,20 @@ def expanded_moments(part: CollectionPart, state: dict, expanded, char_weight: f
             "out": {"expanded": column_moments(block), "bm25": column_moments(scaled)}}
 
 
+def _best_mean(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of each row's ``k`` largest values (NaN counted as -inf: a row that is one of the
+    profile's papers), and their column positions, shape (n_rows, k)."""
+    block = np.nan_to_num(block, nan=-np.inf)
+    n = block.shape[1]
+    if k < n:
+        best = np.argpartition(-block, k - 1, axis=1)[:, :k]
+        block = np.take_along_axis(block, best, axis=1)
+    else:
+        best = np.tile(np.arange(n), (block.shape[0], 1))
+    with np.errstate(invalid="ignore"):
+        return block.mean(axis=1), best
+
+
 def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, statistics) -> dict:
     """Map 5: each row's score for each profile, (n_rows, n_profiles), NaN where the row is a
     paper of the profile; the state keeps nothing else."""
@@ -357,7 +372,8 @@ def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, sta
     if "dense" in state and "dense" in statistics:
         mean, spread = statistics["dense"]
         dense_z = library.dense_weight * (state["dense"] - mean) / nonzero(spread)
-        fused = fused + dense_z
+        if not library.dense_depth:
+            fused = fused + dense_z
     sizes = library.sizes()
     authors = _dense(part.authors @ library.authors.T)  # float32, as the model's author block
     bm25_mean, bm25_spread = statistics["bm25"]
@@ -366,19 +382,19 @@ def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, sta
     for profile in range(library.n_profiles):
         columns, n = library.columns_of(profile), int(sizes[profile])
         k = int(statistics["depths"][profile])
-        block = np.nan_to_num(fused[:, columns], nan=-np.inf)
-        if k < n:
-            best = np.argpartition(-block, k - 1, axis=1)[:, :k]
-            block = np.take_along_axis(block, best, axis=1)
-        else:
-            best = np.tile(np.arange(n), (block.shape[0], 1))
-        with np.errstate(invalid="ignore"):
-            total = block.mean(axis=1)
         parts = {}
-        if library.explain:  # the hybrid model's components_, at the same best columns
-            parts["lexical"] = np.take_along_axis(lexical_z[:, columns], best, axis=1).mean(axis=1)
-            if dense_z is not None:
-                parts["dense"] = np.take_along_axis(dense_z[:, columns], best, axis=1).mean(axis=1)
+        if dense_z is not None and library.dense_depth:  # each channel by its own best papers
+            parts["lexical"], _ = _best_mean(lexical_z[:, columns], k)
+            parts["dense"], _ = _best_mean(dense_z[:, columns], min(int(library.dense_depth), n))
+            total = parts["lexical"] + parts["dense"]
+            if not library.explain:
+                parts = {}
+        else:
+            total, best = _best_mean(fused[:, columns], k)
+            if library.explain:  # the hybrid model's components_, at the same best columns
+                parts["lexical"] = np.take_along_axis(lexical_z[:, columns], best, axis=1).mean(axis=1)
+                if dense_z is not None:
+                    parts["dense"] = np.take_along_axis(dense_z[:, columns], best, axis=1).mean(axis=1)
         if n > 1 and library.profile_weight > 0:
             z = (state["bm25"][:, profile] - bm25_mean[profile]) / nonzero(bm25_spread[profile:profile + 1])[0]
             parts["profile"] = profile_share(n, library.profile_weight) * z

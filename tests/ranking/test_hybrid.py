@@ -303,6 +303,39 @@ def test_short_library_papers_weigh_the_dense_signal_more():
     np.testing.assert_allclose(HybridModel(dense_weight=0.5).dense_weights([title_only]), [0.5 * 10 / 4])
 
 
+def test_each_channel_takes_the_library_papers_it_matches_best():
+    """With an embedder (the bundled static table: no extra needed) the dense channel's part is
+    the candidate's best dense score over the library, the lexical part the mean of its two best
+    lexical scores, each over its own papers: so each part, and the score, is at least what
+    it is when both are taken at the papers the summed channels choose (dense_depth=None)."""
+    from recommender.models.static_embeddings import StaticEmbedder
+
+    embedder = StaticEmbedder()
+    library, collection = connectors.load(EXAMPLE_LIBRARY), connectors.load(SEEDS)
+    own = HybridModel(embedder=embedder).fit(library, collection)
+    summed = HybridModel(embedder=embedder, dense_depth=None).fit(library, collection)
+    for name in ("lexical", "dense"):
+        assert np.all(own.components_[name] >= summed.components_[name] - 1e-9)
+        assert np.any(own.components_[name] > summed.components_[name] + 1e-3)
+    assert np.all(own.scores_ >= summed.scores_ - 1e-9)
+    text = own.components_["lexical"] + own.components_["dense"]
+    np.testing.assert_allclose(own.scores_, text + own.components_["authors"], atol=1e-9)
+    # Its three best dense matches averaged instead: the dense part falls (at most the best).
+    three = HybridModel(embedder=embedder, dense_depth=3).fit(library, collection)
+    assert np.all(three.components_["dense"] <= own.components_["dense"] + 1e-9)
+    np.testing.assert_allclose(three.components_["lexical"], own.components_["lexical"], atol=1e-12)
+    # One library paper: one column, the same scores either way.
+    one = library[:1]
+    np.testing.assert_allclose(HybridModel(embedder=embedder).fit(one, collection).scores_,
+                               HybridModel(embedder=embedder, dense_depth=None).fit(one, collection).scores_,
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="dense_depth must be None or at least 1"):
+        HybridModel(embedder=embedder, dense_depth=0).fit(library, collection)
+    # Without an embedder the setting has nothing to act on.
+    np.testing.assert_array_equal(HybridModel(embedder=None).fit(library, collection).scores_,
+                                  HybridModel(embedder=None, dense_depth=None).fit(library, collection).scores_)
+
+
 def test_title_only_queries_gain_from_the_dense_weight_on_expert_judgements():
     """CSFCube's dev fold with each query paper cut to its title (a Zotero item without an
     abstract): the raised dense weight ranks the pools better (abstracts keep their weight,

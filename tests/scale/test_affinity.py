@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from sklearn.base import clone
 
 import connectors
 from connectors.profiles import load_profiles
@@ -111,6 +112,24 @@ def test_the_partitioned_scores_follow_the_models_scaling_and_depth(profiles_dir
     assert max(abs(got["alice"][row] - expected[row]) for row in expected) < 5e-7
     default = dict(enumerate(HybridModel().fit(library, collection).scores_))
     assert max(abs(got["alice"][row] - default[row]) for row in expected) > 1e-3  # the setting matters here
+
+
+@pytest.mark.parametrize("dense_depth", [1, None, 3])
+def test_the_partitioned_scores_aggregate_the_dense_channel_as_the_model_does(profiles_dir, dense_depth):
+    """With the bundled static embedder: the dense channel by its own best library papers (the
+    default) or summed with the lexical one per paper first, as the model is told."""
+    from recommender.models.static_embeddings import StaticEmbedder
+    from recommender.scale.affinity import AffinityScorer
+    from recommender.scale.cluster import LocalEngine
+
+    model = HybridModel(embedder=StaticEmbedder(), dense_depth=dense_depth)
+    collection = connectors.load(COLLECTION)
+    index = model.index_builder().build(collection)
+    got = {r.profile_id: dict(zip(r.rows, r.scores))
+           for r in AffinityScorer(model).score(index, load_profiles(profiles_dir), LocalEngine(), 3)}
+    expected = dict(enumerate(clone(model).fit(connectors.load(EXAMPLE_LIBRARY), collection).scores_))
+    assert got["alice"].keys() == expected.keys()
+    assert max(abs(got["alice"][row] - expected[row]) for row in expected) < 5e-7
 
 
 def test_top_k_keeps_each_profiles_best(profiles_dir, tmp_path):
