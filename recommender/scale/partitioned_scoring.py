@@ -24,7 +24,7 @@ import numpy as np
 from scipy import sparse
 
 from recommender.features.index_features import CountedTfidf
-from recommender.models.aggregation import depth_for, library_spread, profile_share, shrink_to_library
+from recommender.models.aggregation import depth_for, library_spread, profile_share, shrink_to_library, top_mean
 from recommender.paper import IdentityIndex, Paper
 
 
@@ -350,17 +350,10 @@ def expanded_moments(part: CollectionPart, state: dict, expanded, char_weight: f
 
 
 def _best_mean(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean of each row's ``k`` largest values (NaN counted as -inf: a row that is one of the
-    profile's papers), and their column positions, shape (n_rows, k)."""
-    block = np.nan_to_num(block, nan=-np.inf)
-    n = block.shape[1]
-    if k < n:
-        best = np.argpartition(-block, k - 1, axis=1)[:, :k]
-        block = np.take_along_axis(block, best, axis=1)
-    else:
-        best = np.tile(np.arange(n), (block.shape[0], 1))
+    """:func:`~recommender.models.aggregation.top_mean` with NaN (a row that is one of the
+    profile's papers) counted as -inf."""
     with np.errstate(invalid="ignore"):
-        return block.mean(axis=1), best
+        return top_mean(np.nan_to_num(block, nan=-np.inf), k)
 
 
 def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, statistics) -> dict:
@@ -384,11 +377,11 @@ def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, sta
         k = int(statistics["depths"][profile])
         parts = {}
         if dense_z is not None and library.dense_depth:  # each channel by its own best papers
-            parts["lexical"], _ = _best_mean(lexical_z[:, columns], k)
-            parts["dense"], _ = _best_mean(dense_z[:, columns], min(int(library.dense_depth), n))
-            total = parts["lexical"] + parts["dense"]
-            if not library.explain:
-                parts = {}
+            lexical_part, _ = _best_mean(lexical_z[:, columns], k)
+            dense_part, _ = _best_mean(dense_z[:, columns], min(int(library.dense_depth), n))
+            total = lexical_part + dense_part
+            if library.explain:
+                parts = {"lexical": lexical_part, "dense": dense_part}
         else:
             total, best = _best_mean(fused[:, columns], k)
             if library.explain:  # the hybrid model's components_, at the same best columns
