@@ -311,7 +311,7 @@ def test_each_channel_takes_the_library_papers_it_matches_best():
     from recommender.models.static_embeddings import StaticEmbedder
 
     embedder = StaticEmbedder()
-    library, collection = connectors.load(EXAMPLE_LIBRARY), connectors.load(SEEDS)
+    library, collection = connectors.load(EXAMPLE_LIBRARY), connectors.load(defaults.bundled_collection())
     own = HybridModel(embedder=embedder).fit(library, collection)
     summed = HybridModel(embedder=embedder, dense_depth=None).fit(library, collection)
     for name in ("lexical", "dense"):
