@@ -9,6 +9,7 @@ libraries together, one embedder at a time.
         --output benchmarks/results/tune_depth_fold1_dev_minilm.json
     python -m benchmarks.tune_fusion --short-lists --grid "column_prior=0|300|1000"   # 16 candidates a list
     python -m benchmarks.tune_fusion --grid "dense_depth=1|2|3|None"   # None: the channels summed first
+    python -m benchmarks.tune_fusion --topics 8-12 --title-only 0.5 --grid ""   # 25-85 papers, half titles alone
 
 Each task (a query paper and its pool, a composite library or a publication list and its
 collection, see :mod:`recommender.evaluation.composite`) is indexed once; every setting of the grid is then
@@ -19,10 +20,12 @@ Measures only: choosing from it is done by hand, on ``fold1_dev``, and reported 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -61,8 +64,13 @@ def _value(text: str):
             return text
 
 
-def tasks(data, fold: str) -> list[tuple[str, list[str], dict[str, int]]]:
-    """(kind, library ids, grades of the collection) for every single query-facet and composite library."""
+def tasks(data, fold: str, topics: tuple[int, int] | None = None) -> list[tuple[str, list[str], dict[str, int]]]:
+    """(kind, library ids, grades of the collection) for every single query-facet and composite library,
+    or, with ``topics``, only publication lists of that many topics (researcher-sized: 25-85 papers
+    for 8-12 topics)."""
+    if topics is not None:
+        return [(f"{library.shape} lists", list(library.library), dict(library.grades))
+                for library in composite.build_publication_libraries(data, fold, topics=topics)]
     out = []
     for query, facet in data.query_facets(fold):
         grades = data.pool(query, facet)
@@ -80,7 +88,25 @@ def metrics(collection_ids: list[str], scores, grades: dict[str, int]) -> tuple[
     return ndcg_at_share(ranked, grades), average_precision(ranked, grades)
 
 
-def run(data, fold: str, embedder, grid: list[dict]) -> dict:
+def without_abstract(paper, share: float):
+    """``paper`` with its abstract left out, for a seeded ``share`` of papers (by id): a library
+    as BibTeX files and Zotero often hold one, many items a title alone."""
+    if share <= 0 or zlib.crc32(paper.id.encode("utf-8")) % 1000 >= share * 1000:
+        return paper
+    return dataclasses.replace(paper, abstract="")
+
+
+def embed(embedder, vectors: dict[str, np.ndarray], papers) -> np.ndarray:
+    """The papers' embeddings, shape (n_papers, dim), each text embedded once a run."""
+    missing = [text for text in dict.fromkeys(p.text for p in papers) if text not in vectors]
+    if missing:
+        for text, vector in zip(missing, embedder.embed(missing)):
+            vectors[text] = np.asarray(vector)
+    return np.stack([vectors[p.text] for p in papers])
+
+
+def run(data, fold: str, embedder, grid: list[dict], topics: tuple[int, int] | None = None,
+        title_only: float = 0.0) -> dict:
     results: dict[str, dict[str, list[tuple[float, float]]]] = {}
 
     def record(kind: str, name: str, value: tuple[float, float]) -> None:
@@ -88,18 +114,13 @@ def run(data, fold: str, embedder, grid: list[dict]) -> dict:
 
     builder = CollectionIndexBuilder(use_char=True, embedder=embedder)
     vectors: dict[str, np.ndarray] = {}
-    for kind, library_ids, grades in tasks(data, fold):
+    for kind, library_ids, grades in tasks(data, fold, topics):
         collection_ids = sorted(grades)
-        library = [data.papers[i] for i in library_ids]
+        library = [without_abstract(data.papers[i], title_only) for i in library_ids]
         collection = [data.papers[i] for i in collection_ids]
         record(kind, "tfidf", metrics(collection_ids, score_tfidf_max(library, collection), grades))
         if embedder is not None:
-            missing = [i for i in dict.fromkeys(library_ids + collection_ids) if i not in vectors]
-            if missing:
-                for paper_id, vector in zip(missing, embedder.embed([data.papers[i].text for i in missing])):
-                    vectors[paper_id] = np.asarray(vector)
-            lib_v = np.stack([vectors[i] for i in library_ids])
-            col_v = np.stack([vectors[i] for i in collection_ids])
+            lib_v, col_v = embed(embedder, vectors, library), embed(embedder, vectors, collection)
             for k, name in ((1, "dense max"), (3, "dense top3")):
                 record(kind, name, metrics(collection_ids, top_mean_cosine(lib_v, col_v, k), grades))
         index = builder.build(collection)
@@ -111,23 +132,35 @@ def run(data, fold: str, embedder, grid: list[dict]) -> dict:
                    for kind, values in kinds.items()} for name, kinds in results.items()}
 
 
-def run_short(data, fold: str, embedder, grid: list[dict]) -> dict:
+def large_short_lists(data, fold: str, topics: tuple[int, int]) -> list[short_lists.ShortList]:
+    """Short lists drawn as :func:`short_lists.build_short_lists` draws them, from the publication
+    lists of ``topics`` topics only."""
+    lists = []
+    for library in composite.build_publication_libraries(data, fold, topics=topics):
+        rng = np.random.default_rng([0, zlib.crc32(library.name.encode())])
+        for draw in range(short_lists.DRAWS):
+            candidates = short_lists.draw_short_list(library.grades, rng)
+            if len({library.grades[c] for c in candidates}) > 1:
+                lists.append(short_lists.ShortList(f"{library.name}#{draw}", library.shape, tuple(library.library),
+                                                   tuple(candidates), {c: library.grades[c] for c in candidates}))
+    return lists
+
+
+def run_short(data, fold: str, embedder, grid: list[dict], topics: tuple[int, int] | None = None,
+              title_only: float = 0.0) -> dict:
     """The grid and the baselines on the fold's short lists (:mod:`recommender.evaluation.short_lists`):
     each list the whole collection, indexed on its own; ``{name: {kind: [loss]}}``."""
     results: dict[str, dict[str, list[float]]] = {}
     builder = CollectionIndexBuilder(use_char=True, embedder=embedder)
     vectors: dict[str, np.ndarray] = {}
-    for short in short_lists.build_short_lists(data, fold):
+    found_lists = short_lists.build_short_lists(data, fold) if topics is None else large_short_lists(data, fold, topics)
+    for short in found_lists:
         library_ids, candidate_ids = list(short.library), list(short.candidates)
-        library = [data.papers[i] for i in library_ids]
+        library = [without_abstract(data.papers[i], title_only) for i in library_ids]
         collection = [data.papers[i] for i in candidate_ids]
         found = {"tfidf": score_tfidf_max(library, collection)}
         if embedder is not None:
-            missing = [i for i in dict.fromkeys(library_ids + candidate_ids) if i not in vectors]
-            if missing:
-                for paper_id, vector in zip(missing, embedder.embed([data.papers[i].text for i in missing])):
-                    vectors[paper_id] = np.asarray(vector)
-            lib_v, col_v = np.stack([vectors[i] for i in library_ids]), np.stack([vectors[i] for i in candidate_ids])
+            lib_v, col_v = embed(embedder, vectors, library), embed(embedder, vectors, collection)
             found["dense max"], found["dense top3"] = top_mean_cosine(lib_v, col_v, 1), top_mean_cosine(lib_v, col_v, 3)
         index = builder.build(collection)
         for settings in grid:
@@ -153,6 +186,11 @@ def main(argv=None) -> int:
     parser.add_argument("--short-lists", action="store_true",
                         help="Rank the fold's short lists of 16 graded candidates (weighted pairwise loss, lower "
                              "is better) instead of the pools.")
+    parser.add_argument("--topics", default=None, metavar="LOW-HIGH",
+                        help="Only publication lists of LOW-HIGH topics (8-12: 25-85 papers, a researcher's "
+                             "publication list), balanced and main-line.")
+    parser.add_argument("--title-only", type=float, default=0.0, metavar="SHARE",
+                        help="Leave out the abstracts of this share of the library papers (seeded by id).")
     args = parser.parse_args(argv)
     embedder = resolve_embedder(args.embedder)
     grid = parse_grid(args.grid)
@@ -161,20 +199,22 @@ def main(argv=None) -> int:
                                   map(lambda s: s, grid)}]
     started = time.perf_counter()
     data = csfcube.load(args.data)
-    table = run_short(data, args.fold, embedder, grid) if args.short_lists else run(data, args.fold, embedder, grid)
+    topics = tuple(int(n) for n in args.topics.split("-")) if args.topics else None
+    table = (run_short if args.short_lists else run)(data, args.fold, embedder, grid, topics, args.title_only)
     seconds = round(time.perf_counter() - started, 1)
     name = getattr(embedder, "model_id", "none")
     if args.short_lists:
-        kinds = short_lists.KINDS
+        kinds = short_lists.KINDS if topics is None else ("balanced", "main line")
         print(f"{args.fold} short lists, dense channel {name}: weighted pairwise loss, lower is better "
-              f"({' | '.join(kinds)} | mean of the four)\n")
+              f"({' | '.join(kinds)} | mean of the {len(kinds)})\n")
         rows = sorted(table.items(), key=lambda item: sum(item[1][kind][0] for kind in kinds))
         for method, found in rows:
             print(f"{method:55s} " + " | ".join(f"{found[kind][0]:.3f}" for kind in kinds)
                   + f" | {sum(found[kind][0] for kind in kinds) / len(kinds):.3f}")
     else:
         kinds = ("single", "composite", "balanced lists", "main line lists")
-        print(f"{args.fold}, dense channel {name}: NDCG%20 / MAP ({' | '.join(kinds)} | mean of the four NDCG)\n")
+        kinds = kinds if topics is None else kinds[2:]
+        print(f"{args.fold}, dense channel {name}: NDCG%20 / MAP ({' | '.join(kinds)} | mean of the {len(kinds)} NDCG)\n")
         rows = sorted(table.items(), key=lambda item: -sum(item[1][kind][0] for kind in kinds))
         for method, found in rows:
             print(f"{method:55s} " + " | ".join(f"{found[kind][0]:.3f} / {found[kind][1]:.3f}" for kind in kinds)
@@ -182,7 +222,9 @@ def main(argv=None) -> int:
     print(f"\n({len(grid)} settings in {seconds} s)", file=sys.stderr)
     if args.output:
         args.output.write_text(json.dumps({"benchmark": "csfcube-short-grid" if args.short_lists else
-                                           "csfcube-fusion-grid", "fold": args.fold, "embedder": name,
+                                           "csfcube-fusion-grid", "fold": args.fold, "topics": args.topics,
+                                           "title_only": args.title_only,
+                                           "embedder": name,
                                            "results": table, "seconds": seconds}, indent=2) + "\n", encoding="utf-8")
     return 0
 

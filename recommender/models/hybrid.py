@@ -25,8 +25,8 @@ A candidate's score adds up to four parts:
   one-paper library, 2 for more; see :func:`~recommender.models.aggregation.depth_for`), each
   library paper's scores divided by a scale it shares in part with the library's other papers
   (:func:`~recommender.models.aggregation.library_spread`), plus, with an embedder, its best
-  dense score (``dense_depth``): each channel by the library paper it matches best, as a plain
-  embedding cosine takes its best library paper;
+  dense score (``dense_depth``), each channel by the library paper it matches best (a title
+  without abstract trusted for its meaning more than its words: ``short_text_words``);
 * **profile** (off by default, ``profile_weight``): BM25 of the candidate with the whole
   library as one query, weighted by :func:`profile_share`: what the library's papers have in
   common, which helps a library on one topic and costs one on several;
@@ -36,9 +36,8 @@ A candidate's score adds up to four parts:
 * **disliked** (``disliked_weight``, off by default): minus the best similarity to a paper
   the user disliked.
 
-The text part was tuned on CSFCube ``fold1_dev``, its query papers and its composite libraries
-of 5-20 papers on several topics (``benchmarks/tune_fusion.py``); the 1/n of the feedback and
-``author_weight``, which an author-less benchmark cannot see, on the author-continuity benchmark.
+The text part was tuned on CSFCube ``fold1_dev``: query papers, libraries of 5-85 papers on several
+topics (``benchmarks/tune_fusion.py``); the feedback's 1/n and ``author_weight`` on author continuity.
 
 The pseudo-relevance feedback only this model uses (:func:`feedback_top`,
 :func:`feedback_expanded_similarity`) is here, read in the order of the steps above; how the
@@ -146,11 +145,10 @@ class HybridModel(TermExplainer, Estimator):
     dense_weight : float, default=1.0
         Weight of the standardised dense cosine against the standardised lexical one.
     short_text_words : int, default=10
-        A library paper of fewer words (a title without its abstract, say) weighs the dense
-        cosine by ``dense_weight * short_text_words / words`` instead: a few words make a
-        noisy lexical match, while a sentence embedding of a title is still a fair one.
-        Abstracts are not affected (CSFCube's shortest query has 75 words). See
-        :meth:`dense_weights` and docs/models-and-quality.md for the measurements.
+        A library paper of fewer words (a title without its abstract, say) trusts its dense
+        cosine over its lexical one by ``short_text_words / words``: a few words make a noisy
+        lexical match, a title's sentence embedding is still a fair one. Abstracts are not
+        affected (:meth:`dense_weights`, :meth:`short_text_trust`).
     dense_feedback_weight : float, default=0.0
         Pseudo-relevance feedback for the dense vectors too (0: plain dense cosine). With
         an embedder, feedback candidates are chosen by the fused first-pass score.
@@ -186,11 +184,8 @@ class HybridModel(TermExplainer, Estimator):
         lexical channel's ``aggregation_depth_``: with 1 a candidate's text score is its lexical
         score, averaged over its best lexical matches, plus its dense score against the library
         paper closest in meaning, which need not be the same paper. None adds the two channels
-        per library paper first and averages the best sums (the rule before). With MiniLM on
-        CSFCube's ``fold1_dev`` composite libraries NDCG%20 rose 0.674 → 0.683 and the short
-        lists' pairwise loss (mean of the four kinds) fell 0.179 → 0.174
-        (docs/models-and-quality.md). It changes nothing without an embedder or for a one-paper
-        library.
+        per library paper first and averages the best sums (the rule before; measured in
+        docs/models-and-quality.md). Nothing changes without an embedder or for one paper.
     random_state : int, default=0
         Seeds the LSA used for diversity; the scores themselves are deterministic.
 
@@ -239,10 +234,15 @@ class HybridModel(TermExplainer, Estimator):
         return fit_on_index(self, index, library, None, judgements, library_grades)
 
     def dense_weights(self, library: Sequence[Paper]) -> np.ndarray:
-        """The dense signal's weight for each library paper, shape (n_library,):
-        ``dense_weight``, raised for papers of fewer than ``short_text_words`` words."""
+        """Each library paper's dense weight, shape (n_library,): ``dense_weight`` / :meth:`short_text_trust`."""
+        return self.dense_weight / self.short_text_trust(library)
+
+    def short_text_trust(self, library: Sequence[Paper]) -> np.ndarray:
+        """Each library paper's words / ``short_text_words``, at most 1, shape (n_library,). With
+        ``dense_depth`` a short text's two parts are scaled by it rather than its dense part raised:
+        that part is a candidate's best paper, which a raised weight would make a title's."""
         n_words = np.array([len(words(paper.text)) for paper in library], dtype=np.float64)
-        return self.dense_weight * np.maximum(1.0, self.short_text_words / np.maximum(n_words, 1.0))
+        return np.minimum(1.0, np.maximum(n_words, 1.0) / max(self.short_text_words, 1e-9))
 
     def index_builder(self):
         """The :class:`~recommender.features.collection_index.CollectionIndexBuilder` this model scores
@@ -295,8 +295,9 @@ class HybridModel(TermExplainer, Estimator):
                 self.feedback_docs, self.dense_feedback_weight / n_library, top=top), in_place=True,
                 pooled=pooled, prior=self.column_prior)
         if dense_z is not None and self.dense_depth:  # each channel by the library papers it matches best
-            lexical_part, _ = top_mean(lexical, self.aggregation_depth_)
-            dense_part, _ = top_mean(dense_z, min(int(self.dense_depth), n_library))
+            trust = self.dense_weight / dense_weights  # short_text_trust, from the weights at hand
+            lexical_part, _ = top_mean(lexical * trust, self.aggregation_depth_)
+            dense_part, _ = top_mean(dense_z * trust, min(int(self.dense_depth), n_library))
             self.components_ = {"lexical": lexical_part, "dense": dense_part}
             text_score = lexical_part + dense_part
         else:

@@ -153,7 +153,7 @@ class AffinityScorer:
             feedback_docs=model.feedback_docs, feedback_weight=model.feedback_weight,
             profile_weight=model.profile_weight, author_weight=model.author_weight, aggregation=model.aggregation,
             column_scale=model.column_scale, column_prior=model.column_prior,
-            dense_depth=model.dense_depth))
+            dense_depth=model.dense_depth, short_text_trust=model.short_text_trust(papers)))
 
     def _score_group(self, engine, parts, columns: "_Columns", libraries: list[list[Paper]]) -> np.ndarray:
         return np.vstack(engine.collect(self._final_states(engine, parts, columns, libraries), "out"))

@@ -87,6 +87,8 @@ class LibraryColumns:
     column_scale: str = "library"
     column_prior: float = 0.0
     dense_depth: int | None = None  # HybridModel.dense_depth
+    # Per column, with dense_depth: HybridModel.short_text_trust of the papers (None: all 1).
+    short_text_trust: np.ndarray | None = None
     # Collection rows (global) that are candidates but never feedback: `rank`'s disliked papers.
     not_feedback: np.ndarray | None = None
     # Also return the parts of each score (text: lexical, dense; profile; authors), as `rank` explains them.
@@ -377,8 +379,9 @@ def final_scores(part: CollectionPart, state: dict, library: LibraryColumns, sta
         k = int(statistics["depths"][profile])
         parts = {}
         if dense_z is not None and library.dense_depth:  # each channel by its own best papers
-            lexical_part, _ = _best_mean(lexical_z[:, columns], k)
-            dense_part, _ = _best_mean(dense_z[:, columns], min(int(library.dense_depth), n))
+            trust = 1.0 if library.short_text_trust is None else library.short_text_trust[columns]
+            lexical_part, _ = _best_mean(lexical_z[:, columns] * trust, k)
+            dense_part, _ = _best_mean(dense_z[:, columns] * trust, min(int(library.dense_depth), n))
             total = lexical_part + dense_part
             if library.explain:
                 parts = {"lexical": lexical_part, "dense": dense_part}

@@ -4,7 +4,9 @@
 dataset when ../shared/data/csfcube is there."""
 from __future__ import annotations
 
+import dataclasses
 import json
+import zlib
 
 import numpy as np
 import pytest
@@ -231,6 +233,35 @@ def test_on_publication_lists_the_shared_scale_helps_and_the_topics_depth_helps_
     balanced = table["balanced"]["methods"]
     assert balanced["topics"]["ndcg%20"] > balanced["hybrid"]["ndcg%20"] > balanced["tfidf"]["ndcg%20"]
     assert balanced["topics"]["map"] > balanced["hybrid"]["map"] > balanced["tfidf"]["map"]
+
+
+def test_with_half_the_library_titles_alone_the_default_still_beats_the_plain_dense_cosine():
+    # fold1_dev composite libraries with all-MiniLM-L6-v2, the abstracts of half the library
+    # papers left out (by id, as `benchmarks/tune_fusion.py --title-only 0.5` does; Zotero
+    # items and BibTeX entries often have none). A title leans on its dense cosine; raising
+    # that weight made the dense part (each candidate's best library paper) a title's by
+    # weight alone: 0.653 against the plain dense max cosine's 0.661. Scaling a title's
+    # lexical part down instead: 0.674 (docs/models-and-quality.md, "Titles without abstracts").
+    pytest.importorskip("sentence_transformers", reason="dense embeddings need the extra: pip install 'litrank[embeddings]'")
+    from recommender.evaluation.holdout import library_scorers
+    from recommender.models.embeddings import SentenceEmbedder
+
+    def titles_for_half(scorer):
+        def cut(paper):
+            if zlib.crc32(paper.id.encode("utf-8")) % 1000 >= 500:
+                return paper
+            return dataclasses.replace(paper, id=f"{paper.id}#title", abstract="")
+        return lambda library, collection: scorer([cut(paper) for paper in library], collection)
+
+    data = csfcube.load(require(CSFCUBE))
+    built = composite.build_libraries(data, "fold1_dev")
+    embedder = SentenceEmbedder()
+    scorers = library_scorers(embedder)
+    cut = {f"{name}, titles": titles_for_half(scorers[name]) for name in ("hybrid+embeddings", "embedding")}
+    table = composite.summary(composite.evaluate_composite(data, built, list(cut), embedder=embedder, extra_scorers=cut),
+                              built)["all"]["methods"]
+    assert table["hybrid+embeddings, titles"]["ndcg%20"] > table["embedding, titles"]["ndcg%20"] + 0.005
+    assert table["hybrid+embeddings, titles"]["map"] > table["embedding, titles"]["map"]
 
 
 def test_the_cli_runs_the_composite_benchmark(tmp_path):
