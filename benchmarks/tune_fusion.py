@@ -135,15 +135,9 @@ def run(data, fold: str, embedder, grid: list[dict], topics: tuple[int, int] | N
 def large_short_lists(data, fold: str, topics: tuple[int, int]) -> list[short_lists.ShortList]:
     """Short lists drawn as :func:`short_lists.build_short_lists` draws them, from the publication
     lists of ``topics`` topics only."""
-    lists = []
-    for library in composite.build_publication_libraries(data, fold, topics=topics):
-        rng = np.random.default_rng([0, zlib.crc32(library.name.encode())])
-        for draw in range(short_lists.DRAWS):
-            candidates = short_lists.draw_short_list(library.grades, rng)
-            if len({library.grades[c] for c in candidates}) > 1:
-                lists.append(short_lists.ShortList(f"{library.name}#{draw}", library.shape, tuple(library.library),
-                                                   tuple(candidates), {c: library.grades[c] for c in candidates}))
-    return lists
+    return short_lists.draw_short_lists([(library.name, library.shape, tuple(library.library), dict(library.grades))
+                                         for library in composite.build_publication_libraries(data, fold,
+                                                                                              topics=topics)])
 
 
 def run_short(data, fold: str, embedder, grid: list[dict], topics: tuple[int, int] | None = None,

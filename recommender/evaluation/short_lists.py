@@ -82,6 +82,12 @@ def build_short_lists(data, fold: str, draws: int = DRAWS, per_grade: int = PER_
         tasks.append((library.name, "composite", tuple(library.library), dict(library.grades)))
     for library in composite.build_publication_libraries(data, fold, seed=seed):
         tasks.append((library.name, library.shape, tuple(library.library), dict(library.grades)))
+    return draw_short_lists(tasks, draws, per_grade, seed)
+
+
+def draw_short_lists(tasks: Sequence[tuple[str, str, tuple[str, ...], Mapping[str, int]]], draws: int = DRAWS,
+                     per_grade: int = PER_GRADE, seed: int = 0) -> list[ShortList]:
+    """``draws`` short lists for each (name, kind, library ids, grades of its pool) task."""
     lists = []
     for name, kind, library, grades in tasks:
         # Seeded by the task's name, so a list does not change when other tasks come or go.
