@@ -19,6 +19,7 @@ import click
 import connectors
 from connectors.errors import NOTICE
 from recommender.defaults import EMBEDDER_ENVIRONMENT, NO_EMBEDDER
+from recommender.runtime import import_scipy_sparse
 
 # The type of every -o/--output: a file (written atomically), a symlink to one (written at its
 # target), a pipe or a device (written directly), or - and /dev/stdout for standard output.
@@ -217,6 +218,7 @@ def model_options(command: Callable) -> Callable:
                        "names a local sentence-transformers model.")
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        import_scipy_sparse()  # every ranking needs it: imported first, without numpy's unused extras
         return command(*args, **kwargs)
 
     return wrapper

@@ -16,6 +16,7 @@ from recommender.cli.common import (
     say,
     stage,
 )
+from recommender.runtime import import_scipy_sparse
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,6 +54,7 @@ def index(sources, output, collection_format, embedder, since, days, include, of
             papers = connectors.load_many(sources, collection_format)
         if not papers:
             fail(f"the collection ({', '.join(sources)}) contains no papers")
+        import_scipy_sparse()  # before the features import it: without numpy's unused extras
         from recommender.features.collection_index import CollectionIndexBuilder  # scikit-learn and SciPy: only here
         from recommender.ranking import write_index
 

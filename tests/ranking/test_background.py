@@ -1,8 +1,12 @@
-"""Work in a second process (recommender.runtime) and the library read beside the collection."""
+"""Work in a second process (recommender.runtime), the library read beside the collection, and
+SciPy imported without numpy's unused extras."""
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +15,7 @@ import connectors
 from recommender import runtime as background
 from recommender.cli import common as cli_common
 from recommender.cli import main
-from tests.conftest import DATA, SEEDS, require
+from tests.conftest import DATA, EXAMPLE_LIBRARY, SEEDS, require
 
 
 def _parse_and_log(path: str):
@@ -94,3 +98,42 @@ def test_a_missing_library_file_still_exits_2(monkeypatch, tmp_path):
     empty.write_text("% nothing here\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["rank", "-l", str(empty), "-n", "3"])
     assert result.exit_code == 2 and "contains no papers" in result.stderr
+
+
+_LEAN_IMPORT = """
+import json, sys
+import numpy
+exported, listing = list(numpy.__all__), sorted(dir(numpy))
+from click.testing import CliRunner
+from recommender.cli import main
+scipy_at_import = "scipy" in sys.modules  # `litrank --help`, `config`, `cache` need no SciPy
+result = CliRunner().invoke(main, ["-q", "rank", "-l", sys.argv[1], "-c", sys.argv[2], "-n", "3", "--format", "jsonl",
+                                   "--embedder", "none"])
+assert result.exit_code == 0, result.output
+import scipy._lib.array_api_compat.numpy as array_namespace
+from scipy import sparse
+product = (sparse.csr_matrix([[1.0, 0.0], [2.0, 3.0]]) @ sparse.csr_matrix([[1.0], [1.0]])).toarray().ravel().tolist()
+loaded = sorted(m for m in ("numpy.f2py", "numpy.testing") if m in sys.modules)
+import numpy.testing  # still importable as ever, for whoever asks
+print(json.dumps({"scipy_at_import": scipy_at_import, "picks": len(result.output.splitlines()), "loaded": loaded,
+                  "restored": numpy.__all__ == exported and sorted(dir(numpy)) == listing,
+                  "namespace": all(hasattr(array_namespace, name) for name in ("asarray", "linalg", "fft", "float32")),
+                  "product": product, "testing": "numpy.testing" in sys.modules}))
+"""
+
+
+def test_a_ranking_command_imports_scipy_without_numpys_f2py_and_testing_and_leaves_numpy_as_it_was():
+    """SciPy's array-API layer copies numpy's namespace; copying its lazy submodules imported
+    numpy.f2py, numpy.testing and numpy.ma (60 ms of every ranking). A ranking command leaves
+    them out of that copy (numpy.ma, 5 ms, is still imported later by SciPy's sparse code), and numpy's own ``__all__`` and ``dir()`` are as before."""
+    done = subprocess.run([sys.executable, "-c", _LEAN_IMPORT, str(EXAMPLE_LIBRARY), str(DATA / "report-collection.jsonl")],
+                          check=True, capture_output=True, text=True)
+    assert json.loads(done.stdout) == {"scipy_at_import": False, "picks": 3, "loaded": [], "restored": True,
+                                       "namespace": True, "product": [1.0, 5.0], "testing": True}
+
+
+def test_scipy_imported_already_is_left_as_it_is():
+    script = ("import sys, scipy.sparse\nfrom recommender.runtime import import_scipy_sparse\n"
+              "import_scipy_sparse()\nprint('numpy.f2py' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
+    assert done.stdout.strip() == "True"  # scipy's own import loaded it; nothing undone or redone
