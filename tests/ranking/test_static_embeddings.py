@@ -75,7 +75,7 @@ def test_neighbourhoods_are_sensible(embedder):
 
 
 def test_it_names_itself_for_the_caches(embedder):
-    assert embedder.model_id.startswith("static:static-minilm-256#") and len(embedder.model_id.split("#")[1]) == 12
+    assert embedder.model_id.startswith("static:static-fitted-minilm-256#") and len(embedder.model_id.split("#")[1]) == 12
     assert embedder_id(embedder) == embedder.model_id
     assert StaticEmbedder(bundled_table_dir()).model_id == embedder.model_id
 
@@ -123,9 +123,9 @@ def test_embedder_static_from_the_cli_and_through_an_index(tmp_path):
 
     ranked = litrank("rank", "--embedder", "static", "-n", "5", "-f", "jsonl")
     assert ranked.returncode == 0, ranked.stderr
-    assert "static:static-minilm-256" in ranked.stderr
+    assert "static:static-fitted-minilm-256" in ranked.stderr
     assert litrank("index", str(bundled_collection()), "--embedder", "static", "-o", "c.litrank").returncode == 0
     from_index = litrank("rank", "-c", "c.litrank", "-n", "5", "-f", "jsonl", "--embedder", "auto")  # the index's
-    assert from_index.returncode == 0 and "static:static-minilm-256" in from_index.stderr
+    assert from_index.returncode == 0 and "static:static-fitted-minilm-256" in from_index.stderr
     assert [json.loads(line)["id"] for line in from_index.stdout.splitlines()] == \
         [json.loads(line)["id"] for line in ranked.stdout.splitlines()]
