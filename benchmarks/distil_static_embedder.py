@@ -146,13 +146,13 @@ def fit_corpus(conferences: Path, csfcube_dir: Path, n_texts: int) -> list[str]:
 
     import connectors
     from connectors.files import csfcube
-    from recommender.evaluation.author_continuity import _FILE_PREFIXES, CONFIGS
+    from recommender.evaluation.author_continuity import CONFIGS, venue_file
     from recommender.text import normalize_title
 
     if not conferences.is_dir() or not csfcube_dir.is_dir():
         raise SystemExit(f"--fit-texts needs {conferences} and {csfcube_dir} (the developers' shared data)")
-    evaluated = {f"{prefix}{year}.jsonl.gz" for venue, years, target in CONFIGS.values()
-                 for prefix in _FILE_PREFIXES.get(venue, (venue.lower(),)) for year in [*years, target]}
+    evaluated = {venue_file(conferences, venue, year).name for venue, years, target in CONFIGS.values()
+                 for year in [*years, target]}
     judged = csfcube.load(csfcube_dir).papers.values()
     titles, abstracts = {normalize_title(p.title) for p in judged}, {p.abstract[:200] for p in judged}
     papers = [paper for path in sorted(conferences.glob("*.jsonl.gz")) if path.name not in evaluated
