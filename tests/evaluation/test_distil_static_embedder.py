@@ -1,0 +1,59 @@
+"""Fitting the static table to documents (benchmarks/distil_static_embedder.py --fit-texts): the
+fitted table agrees with the teacher on texts it was not fitted on, far better than the table it
+started from, and too few texts are refused. (The shipped table's own fit, on 20,000 conference
+abstracts with all-MiniLM-L6-v2 as the teacher, is measured in docs/benchmarks.md.)"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+import connectors
+from benchmarks.distil_static_embedder import fit_to_documents
+from recommender.models.static_embeddings import bundled_table_dir
+from tests.conftest import DATA, EXAMPLE_LIBRARY
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Tokenizer:
+    tokenizer = Tokenizer.from_file(str(bundled_table_dir() / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(512)
+    return tokenizer
+
+
+def _texts() -> list[str]:
+    papers = connectors.load(EXAMPLE_LIBRARY) + connectors.load(DATA / "report-collection.jsonl")
+    return [paper.text for paper in papers if len(paper.text.split()) >= 20]
+
+
+def _topic_corpus(tokenizer: Tokenizer, n_texts: int = 600, seed: int = 0):
+    """Texts of ten topics (each its own 100 words of the tokenizer's vocabulary, plus 100 words
+    every topic uses) and a teacher that knows the topics: its vectors are the topic's centre
+    plus noise. Texts of one topic share few words, so only a table that learned which words go
+    together agrees with the teacher."""
+    rng = np.random.default_rng(seed)
+    vocabulary = sorted(word for word in tokenizer.get_vocab() if word.isalpha() and word.islower() and len(word) > 3)
+    words = rng.choice(vocabulary, 1100, replace=False)
+    topic_words, common = words[:1000].reshape(10, 100), words[1000:]
+    labels = rng.integers(0, 10, n_texts)
+    texts = [" ".join(np.concatenate([rng.choice(topic_words[t], 30), rng.choice(common, 30)])) for t in labels]
+    teacher = rng.normal(size=(10, 16))[labels] + 0.3 * rng.normal(size=(n_texts, 16))
+    return texts, teacher / np.linalg.norm(teacher, axis=1, keepdims=True)
+
+
+def test_the_fitted_table_agrees_with_the_teacher_on_held_out_texts(tokenizer):
+    texts, teacher = _topic_corpus(tokenizer)
+    start = np.random.default_rng(1).normal(size=(tokenizer.get_vocab_size(), 8))  # knows no topic
+    fitted = fit_to_documents(start, tokenizer, texts, teacher, ridge=0.01)
+    assert fitted["table"].shape == start.shape and np.isfinite(fitted["table"]).all()
+    assert fitted["held_out_texts"] == 60
+    before, after = fitted["held_out_pair_correlation_distilled"], fitted["held_out_pair_correlation_fitted"]
+    assert before < 0.3 and after > 0.85, (before, after)  # measured: 0.11 -> 0.93
+
+
+def test_too_few_texts_for_the_dimensions_are_refused(tokenizer):
+    texts = _texts()[:20]  # real abstracts: 18 to fit on, fewer than 4 a dimension
+    start = np.zeros((tokenizer.get_vocab_size(), 8))
+    with pytest.raises(ValueError, match="20 texts are too few to fit 8 dimensions"):
+        fit_to_documents(start, tokenizer, texts, np.eye(20, 16), ridge=0.01)
