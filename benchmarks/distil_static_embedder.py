@@ -184,18 +184,17 @@ def fit_to_documents(table, tokenizer, texts: list[str], teacher, ridge: float) 
     ridge : float
     """
     import numpy as np
-    from scipy import sparse
+
+    from recommender.models.static_embeddings import token_means
 
     held = int(len(texts) * HELD_OUT_SHARE)
     if len(texts) - held < 4 * table.shape[1] or held < 2:
         raise ValueError(f"{len(texts)} texts are too few to fit {table.shape[1]} dimensions")
+    if teacher.shape[0] != len(texts) or teacher.shape[1] < table.shape[1]:
+        raise ValueError(f"the teacher's vectors, {teacher.shape}, should be one per text of at least "
+                         f"{table.shape[1]} dimensions")
     started = time.perf_counter()
-    unknown = tokenizer.token_to_id("[UNK]")
-    rows = [np.asarray(encoding.ids) for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
-    rows = [ids[ids != unknown] for ids in rows]
-    lengths = np.array([len(ids) for ids in rows])
-    means = sparse.csr_matrix((np.repeat(1.0 / np.maximum(lengths, 1), lengths), np.concatenate(rows),
-                               np.concatenate([[0], np.cumsum(lengths)])), shape=(len(texts), table.shape[0]))
+    means = token_means(tokenizer, texts, table.shape[0]).astype(np.float64)  # as StaticEmbedder takes them
     means.sum_duplicates()
     x_fit, x_held, y_fit, y_held = means[held:], means[:held], teacher[held:], teacher[:held]
     _, _, components = np.linalg.svd(y_fit - y_fit.mean(axis=0), full_matrices=False)

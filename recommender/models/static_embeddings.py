@@ -28,6 +28,24 @@ _LOADED: dict[str, tuple[object, np.ndarray]] = {}
 _LOCK = threading.Lock()
 
 
+def token_means(tokenizer, texts: Sequence[str], n_tokens: int) -> sparse.csr_matrix:
+    """Each text's mean over its tokens, as a float32 CSR matrix of shape ``(len(texts),
+    n_tokens)``: a text's row times a table is the mean of its tokens' rows (special tokens and
+    ``[UNK]`` left out; a text without any token an empty row). The embedder takes its vectors
+    so, and ``benchmarks/distil_static_embedder.py`` fits the table through it."""
+    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)  # no offsets: faster
+    unknown = tokenizer.token_to_id("[UNK]")
+    rows = []
+    for encoding in encode(list(texts), add_special_tokens=False):
+        ids = np.asarray(encoding.ids, dtype=np.int64)
+        rows.append(ids[ids != unknown] if unknown is not None else ids)
+    lengths = np.fromiter((len(ids) for ids in rows), dtype=np.int64, count=len(rows))
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    weights = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
+    return sparse.csr_matrix((weights, indices, indptr), shape=(len(rows), n_tokens))
+
+
 class StaticEmbedderUnavailable(RuntimeError):
     """The table or the ``tokenizers`` package is missing; the message says which."""
 
@@ -114,18 +132,7 @@ class StaticEmbedder:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         tokenizer, table = self._load()
-        encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)  # no offsets: faster
-        unknown = tokenizer.token_to_id("[UNK]")
-        rows = []
-        for encoding in encode(texts, add_special_tokens=False):
-            ids = np.asarray(encoding.ids, dtype=np.int64)
-            rows.append(ids[ids != unknown] if unknown is not None else ids)
-        lengths = np.fromiter((len(ids) for ids in rows), dtype=np.int64, count=len(rows))
-        indptr = np.concatenate([[0], np.cumsum(lengths)])
-        indices = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-        weights = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
-        means = sparse.csr_matrix((weights, indices, indptr), shape=(len(texts), table.shape[0])) @ table
-        vectors = np.asarray(means, dtype=np.float32)
+        vectors = np.asarray(token_means(tokenizer, texts, table.shape[0]) @ table, dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms > 0, norms, 1).astype(np.float32)  # no known token: a zero row
 

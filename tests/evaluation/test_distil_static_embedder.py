@@ -49,7 +49,7 @@ def test_the_fitted_table_agrees_with_the_teacher_on_held_out_texts(tokenizer):
     assert fitted["table"].shape == start.shape and np.isfinite(fitted["table"]).all()
     assert fitted["held_out_texts"] == 60
     before, after = fitted["held_out_pair_correlation_distilled"], fitted["held_out_pair_correlation_fitted"]
-    assert before < 0.3 and after > 0.85, (before, after)  # measured: 0.11 -> 0.93
+    assert before < 0.3 and after > 0.85, (before, after)  # measured: 0.13 -> 0.92
 
 
 def test_too_few_texts_for_the_dimensions_are_refused(tokenizer):
@@ -57,3 +57,11 @@ def test_too_few_texts_for_the_dimensions_are_refused(tokenizer):
     start = np.zeros((tokenizer.get_vocab_size(), 8))
     with pytest.raises(ValueError, match="20 texts are too few to fit 8 dimensions"):
         fit_to_documents(start, tokenizer, texts, np.eye(20, 16), ridge=0.01)
+
+
+def test_a_teacher_narrower_than_the_table_or_of_other_texts_is_refused(tokenizer):
+    texts, teacher = _topic_corpus(tokenizer)
+    with pytest.raises(ValueError, match="at least 32 dimensions"):
+        fit_to_documents(np.zeros((tokenizer.get_vocab_size(), 32)), tokenizer, texts, teacher, ridge=0.01)
+    with pytest.raises(ValueError, match="one per text"):
+        fit_to_documents(np.zeros((tokenizer.get_vocab_size(), 8)), tokenizer, texts, teacher[:-1], ridge=0.01)
