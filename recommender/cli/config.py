@@ -12,7 +12,7 @@ BUILT_IN = {
     "collection": "the bundled ICML 2026 list",
     "model": "hybrid",
     "top": "20",
-    "embedder": "auto: all-MiniLM-L6-v2 when the embeddings extra is installed, else none",
+    "embedder": "auto: all-MiniLM-L6-v2 when the embeddings extra is installed, else the bundled static table",
     "zotero.to": "(none: litrank sync needs --to)",
 }
 

@@ -64,9 +64,11 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="library: random hold-outs to average.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the hold-out draws and of `random`.")
-@click.option("--embedder", default=None, metavar="NAME|PATH|none",
+@click.option("--embedder", default=None, metavar="NAME|PATH|static|none",
               help="Dense embeddings for litrank and the embedding baselines (default: the bundled model when the "
-                   "embeddings extra is installed; 'none' to leave them out).")
+                   "embeddings extra is installed, else the static table; 'none' to leave them out). The CSFCube "
+                   "benchmarks also show the static table's methods (static, hybrid+static: the default install) "
+                   "beside any other embedder.")
 @click.option("-f", "--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_sources, holdout, repeats, seed,
              embedder, output_format):
@@ -113,6 +115,7 @@ def evaluate(benchmark, data, fold, methods, limit, library_sources, collection_
 
 def _csfcube(directory: Path, fold: str, methods, limit, embedder, seed: int, output_format: str) -> None:
     from connectors.files import csfcube
+    from recommender.evaluation.holdout import default_install_methods
     from recommender.evaluation.human_judgements import (
         EMBEDDING_METHODS,
         FACETS,
@@ -122,7 +125,8 @@ def _csfcube(directory: Path, fold: str, methods, limit, embedder, seed: int, ou
     )
 
     data = csfcube.load(directory)
-    methods = methods or list(LEXICAL_METHODS) + (list(EMBEDDING_METHODS) if embedder is not None else [])
+    methods = methods or (list(LEXICAL_METHODS) + default_install_methods(embedder)
+                          + (list(EMBEDDING_METHODS) if embedder is not None else []))
     folds = {name: data.query_facets(None if name == "all" else name) for name in ("fold1_dev", "fold1_test", "all")}
     if fold not in folds:
         folds[fold] = data.query_facets(fold)

@@ -25,10 +25,10 @@ from recommender.runtime import import_scipy_sparse
               help="The index file to write (atomically); its name must end in .litrank.")
 @click.option("--collection-format", type=click.Choice(list(connectors.FORMATS)), default=None,
               help="Read every source in this format instead of guessing from the extension.")
-@click.option("--embedder", default=None, metavar="NAME|PATH|none",
+@click.option("--embedder", default=None, metavar="NAME|PATH|static|none",
               help="Sentence-embedding model whose vectors of the collection the index keeps. Default: "
-                   "all-MiniLM-L6-v2 when the embeddings extra is installed, else none; also $LITRANK_EMBEDDER. "
-                   "Rankings against the index use the same model (or none).")
+                   "all-MiniLM-L6-v2 when the embeddings extra is installed, else the bundled static table "
+                   "('static'); also $LITRANK_EMBEDDER. Rankings against the index use the same model (or none).")
 @remote_options
 def index(sources, output, collection_format, embedder, since, days, include, offline):
     """Build a reusable index of a collection: `litrank rank -c FILE.litrank` then only scores.

@@ -71,9 +71,9 @@ def _reply(payload: dict, exit_code: int = 0) -> None:
 
 
 @zotero_plugin.command()
-@click.option("--embedder", default=None, metavar="NAME|PATH|none",
+@click.option("--embedder", default=None, metavar="NAME|PATH|static|none",
               help="As for `litrank rank`: the sentence embedder (default: the embeddings extra's when "
-                   "installed; also $LITRANK_EMBEDDER).")
+                   "installed, else the bundled static table; also $LITRANK_EMBEDDER).")
 def answer(embedder):
     """Answer one plugin request: JSON on stdin, JSON on stdout.
 

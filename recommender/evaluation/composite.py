@@ -35,6 +35,9 @@ fold's query-facets. Metrics are the protocol's NDCG%20 (cut at 20% of the colle
 ``embedding``                    sentence-embedding cosine, the best over the library papers
 ``embedding-top3``               the mean of a candidate's 3 best cosines to library papers
 ``hybrid+embeddings``            the default with the embedder
+``static``, ``hybrid+static``    the default install's dense channel (the static table): its best
+                                 cosine, and the default ranking with it (not with ``--embedder static``,
+                                 where the embedding methods are these)
 
 The data arrives from the caller (an object with ``papers``, ``pool(query, facet)`` and
 ``query_facets(fold)``, as :class:`connectors.files.csfcube.CSFCube` has).
@@ -48,7 +51,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 # The scorers are holdout's (library, collection) ones, which the single-query protocol shares.
-from recommender.evaluation.holdout import Scorer, model_scorer, top_mean_cosine  # noqa: F401
+from recommender.evaluation.holdout import Scorer, default_install_methods, model_scorer, top_mean_cosine  # noqa: F401
 from recommender.evaluation.holdout import library_scorers as method_scorers
 from recommender.evaluation.human_judgements import METRICS, average_precision, ndcg_at_share
 
@@ -233,7 +236,10 @@ def build_publication_libraries(data, fold: str, count: int = PUBLICATIONS_PER_F
 
 
 def default_methods(embedder=None) -> list[str]:
-    return list(LEXICAL_METHODS) + (list(EMBEDDING_METHODS) if embedder is not None else [])
+    """The lexical methods, the default install's (``static``, ``hybrid+static``) and, with an
+    ``embedder``, the embedding methods."""
+    return (list(LEXICAL_METHODS) + default_install_methods(embedder)
+            + (list(EMBEDDING_METHODS) if embedder is not None else []))
 
 
 def evaluate_composite(data, libraries: Sequence[CompositeLibrary], methods: Sequence[str], embedder=None,

@@ -197,11 +197,44 @@ def model_scorer(factory: Callable[[], object]) -> Scorer:
     return lambda library, collection: np.asarray(factory().fit(list(library), list(collection)).scores_)
 
 
+def default_install_embedder(embedder=None):
+    """The static table the default install ranks with ("auto" without the embeddings extra),
+    for benchmarks to show beside ``embedder``: None when ``embedder`` is that table already or
+    the table cannot be loaded here."""
+    from recommender.models.static_embeddings import StaticEmbedder, static_embedder_available
+
+    if str(getattr(embedder, "model_id", "")).startswith("static:") or not static_embedder_available():
+        return None
+    return StaticEmbedder()
+
+
+def default_install_methods(embedder=None) -> list[str]:
+    """``["static", "hybrid+static"]`` (the static table's best cosine, and the default install's
+    ranking) when :func:`default_install_embedder` has a table to add, else none."""
+    return ["static", "hybrid+static"] if default_install_embedder(embedder) is not None else []
+
+
+def _dense_scorer(embedder, k: int, vectors: dict[str, np.ndarray]) -> Scorer:
+    """``k``-best mean cosine of ``embedder``'s vectors, kept in ``vectors`` for the run (libraries
+    share most of their collections)."""
+
+    def embedded(papers: Sequence[Paper]) -> np.ndarray:
+        missing = list(dict.fromkeys(paper.id for paper in papers if paper.id not in vectors))
+        if missing:
+            texts = {paper.id: paper.text for paper in papers}
+            for paper_id, vector in zip(missing, np.asarray(embedder.embed([texts[i] for i in missing]))):
+                vectors[paper_id] = vector
+        return np.stack([vectors[paper.id] for paper in papers])
+
+    return lambda library, collection: top_mean_cosine(embedded(library), embedded(collection), k)
+
+
 def library_scorers(embedder=None, seed: int = 0) -> dict[str, Scorer]:
     """Scoring functions ``(library papers, collection papers) -> scores`` by method name, for the
     benchmarks on expert judgements (single query papers and composite libraries).
-    Embedding methods are included only with an ``embedder``; its vectors are kept in memory
-    for the run (libraries share most of their collections)."""
+    Embedding methods are included only with an ``embedder``; ``static`` and ``hybrid+static``
+    (the default install's dense channel, :func:`default_install_embedder`) whenever the table
+    is there and ``embedder`` is not it."""
     scorers: dict[str, Scorer] = {
         "random": lambda library, collection: score_random(library, collection, seed=seed),
         "bm25": lambda library, collection: score_bm25(library, collection),
@@ -212,20 +245,12 @@ def library_scorers(embedder=None, seed: int = 0) -> dict[str, Scorer]:
     }
     if embedder is not None:
         vectors: dict[str, np.ndarray] = {}
-
-        def embedded(papers: Sequence[Paper]) -> np.ndarray:
-            missing = list(dict.fromkeys(paper.id for paper in papers if paper.id not in vectors))
-            if missing:
-                texts = {paper.id: paper.text for paper in papers}
-                for paper_id, vector in zip(missing, np.asarray(embedder.embed([texts[i] for i in missing]))):
-                    vectors[paper_id] = vector
-            return np.stack([vectors[paper.id] for paper in papers])
-
-        def dense(k: int) -> Scorer:
-            return lambda library, collection: top_mean_cosine(embedded(library), embedded(collection), k)
-
-        scorers["embedding"] = dense(1)
-        scorers["embedding-top3"] = dense(3)
+        scorers["embedding"] = _dense_scorer(embedder, 1, vectors)
+        scorers["embedding-top3"] = _dense_scorer(embedder, 3, vectors)
         scorers["hybrid+embeddings"] = model_scorer(lambda: HybridModel(embedder=embedder))
         scorers["learned+embeddings"] = model_scorer(lambda: LearnedModel(embedder=embedder))
+    static = default_install_embedder(embedder)
+    if static is not None:
+        scorers["static"] = _dense_scorer(static, 1, {})
+        scorers["hybrid+static"] = model_scorer(lambda: HybridModel(embedder=static))
     return scorers

@@ -55,7 +55,8 @@ class SharedRepresentations:
         universe = self.universe
         term_counts, weights = universe.bm25()
         task = Representations(n_library=len(library), word_vectorizer=universe.word_vectorizer,
-                               bm25_weights=weights[rows], term_counts=term_counts[rows])
+                               bm25_weights=weights[rows], term_counts=term_counts[rows],
+                               embedder_id=universe.embedder_id)
         for name, vectors in universe.vectors.items():
             task.vectors[name] = vectors[rows]
         for name, block in universe.blocks.items():

@@ -359,6 +359,7 @@ class CollectionIndex(LibraryWeighting):
         if embedder is not None:
             library_dense = np.asarray(embedder.embed(texts), dtype=np.float32).reshape(n_library, -1)
             rep.vectors["embedding"] = np.vstack([library_dense, self.embeddings])
+            rep.embedder_id = self.embedder_id
 
         def bm25():
             library_unigrams = word_counts[:, self.unigram_columns]

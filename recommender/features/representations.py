@@ -69,6 +69,8 @@ class Representations:
     # index knows its collection's); and the (N, n_authors) author incidence, where kept.
     column_counts: dict = field(default_factory=dict)
     author_rows: sparse.csr_matrix | None = None
+    # The ``model_id`` of the embedder behind ``vectors["embedding"]`` (None without one).
+    embedder_id: str | None = None
 
     def bm25(self) -> tuple:
         """``(term_counts, bm25_weights)``, made by ``bm25_source`` on first use where not given."""
@@ -137,6 +139,7 @@ class RepresentationBuilder:
                 pass
         if self.embedder is not None:
             result.vectors["embedding"] = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+            result.embedder_id = str(getattr(self.embedder, "model_id", type(self.embedder).__name__))
         for name, rows in result.vectors.items():
             block = rows @ rows[:n_library].T
             result.blocks[name] = block.toarray() if sparse.issparse(block) else np.asarray(block)

@@ -53,9 +53,10 @@ def resolve_embedder(spec=None):
     ``affinity`` and the Zotero plugin.
 
     ``None`` or ``"auto"``: ``$LITRANK_EMBEDDER`` when set, else the bundled all-MiniLM-L6-v2
-    when the embeddings extra is installed, else none. ``"none"``/``"off"``/``False``: no
-    embedder. ``"static"``: the static table distilled from all-MiniLM-L6-v2
-    (:mod:`recommender.models.static_embeddings`; numpy and ``tokenizers`` only, no extra).
+    when the embeddings extra is installed, else the static table distilled from it (what the
+    default install ranks with), else none. ``"none"``/``"off"``/``False``: no embedder.
+    ``"static"``: the static table (:mod:`recommender.models.static_embeddings`; numpy and
+    ``tokenizers`` only, no extra).
     Another string: that model (a name or a local path; :class:`EmbeddingsUnavailable` when the
     extra is missing). An object with ``embed(texts)``: itself.
     """
@@ -64,7 +65,7 @@ def resolve_embedder(spec=None):
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "auto"):
         spec = os.environ.get(EMBEDDER_ENVIRONMENT, "auto")
         if spec.strip().lower() == "auto":
-            return SentenceEmbedder(DEFAULT_EMBEDDER) if default_embedder_installed() else None
+            return default_embedder()
     if not isinstance(spec, str):
         return spec
     if spec.strip().lower() in NO_EMBEDDER:
@@ -80,6 +81,17 @@ def resolve_embedder(spec=None):
         raise EmbeddingsUnavailable(f"the embedder {spec!r} needs the optional extra: "
                                     "pip install 'litrank[embeddings]'")
     return SentenceEmbedder(DEFAULT_EMBEDDER if spec.strip().lower() in ("default", "auto") else spec)
+
+
+def default_embedder():
+    """What "auto" ranks with: all-MiniLM-L6-v2 with the embeddings extra, else the bundled static
+    table distilled from it (it helps on every CSFCube shape; docs/benchmarks.md), else None when
+    even the table or ``tokenizers`` is missing."""
+    if default_embedder_installed():
+        return SentenceEmbedder(DEFAULT_EMBEDDER)
+    from recommender.models.static_embeddings import StaticEmbedder, static_embedder_available
+
+    return StaticEmbedder() if static_embedder_available() else None
 
 
 def default_embedder_installed() -> bool:

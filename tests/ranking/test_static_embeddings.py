@@ -129,3 +129,62 @@ def test_embedder_static_from_the_cli_and_through_an_index(tmp_path):
     assert from_index.returncode == 0 and "static:static-fitted-minilm-256" in from_index.stderr
     assert [json.loads(line)["id"] for line in from_index.stdout.splitlines()] == \
         [json.loads(line)["id"] for line in ranked.stdout.splitlines()]
+
+
+# -- the default install's dense channel ---------------------------------------------------------
+
+def test_auto_is_the_static_table_without_the_extra(monkeypatch):
+    """"auto" (the default everywhere): MiniLM with the extra, else the shipped table, else none."""
+    from recommender.models import embeddings, static_embeddings
+
+    monkeypatch.delenv("LITRANK_EMBEDDER", raising=False)  # the conftest turns embeddings off
+    monkeypatch.setattr(embeddings, "default_embedder_installed", lambda: False)
+    chosen = embeddings.resolve_embedder(None)
+    assert isinstance(chosen, StaticEmbedder) and chosen.model_id.startswith("static:static-fitted-minilm-256#")
+    assert isinstance(embeddings.resolve_embedder("auto"), StaticEmbedder)
+    assert embeddings.resolve_embedder("none") is None and embeddings.resolve_embedder(False) is None
+    monkeypatch.setattr(static_embeddings, "static_embedder_available", lambda path=None: False)
+    assert embeddings.resolve_embedder("auto") is None  # neither the extra nor tokenizers: lexical only
+
+
+def test_the_cli_and_the_api_rank_with_it_by_default_and_say_so(monkeypatch):
+    from click.testing import CliRunner
+
+    import recommender
+    from recommender.cli import main
+    from recommender.defaults import bundled_collection, bundled_library
+    from recommender.models import embeddings
+
+    monkeypatch.delenv("LITRANK_EMBEDDER", raising=False)
+    monkeypatch.setattr(embeddings, "default_embedder_installed", lambda: False)
+    result = CliRunner().invoke(main, ["rank", "-n", "0", "-f", "jsonl"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert "Using dense embeddings (the static table distilled from all-MiniLM-L6-v2" in result.stderr
+    assert "static:static-fitted-minilm-256" in result.stderr  # "Ranked by hybrid: ... embeddings"
+    cli_ids = [json.loads(line)["id"] for line in result.stdout.splitlines()]
+    api_ids = [pick.paper.id for pick in recommender.rank(bundled_library(), bundled_collection(), top=0)]
+    assert cli_ids == api_ids and len(cli_ids) > 20
+    lexical = CliRunner().invoke(main, ["rank", "-n", "0", "-f", "jsonl", "--embedder", "none"])
+    assert [json.loads(line)["id"] for line in lexical.stdout.splitlines()] != cli_ids  # the channel counts
+
+
+def test_the_learned_model_takes_the_prior_without_embeddings_for_the_table(embedder):
+    """The shipped prior with embedding features learned MiniLM's cosines, which run lower."""
+    from recommender.models.scoring import LearnedModel
+
+    library = [Paper(id="q", title="Denoising diffusion models", abstract=DIFFUSION)]
+    pool = [Paper(id="d", title="Score-based generative models", abstract=DENOISING),
+            Paper(id="p", title="Protein structure prediction", abstract=PROTEIN)]
+    static = LearnedModel(embedder=embedder).fit(library, pool)
+    assert "embedding_max" in static.feature_names_ and "embedding_max" not in static.prior_model_.feature_names_
+    assert "static:static-fitted-minilm-256" in static.description_
+
+    class OtherEmbedder:
+        model_id = "test/other-model"
+
+        def embed(self, texts):
+            return embedder.embed(texts)
+
+    other = LearnedModel(embedder=OtherEmbedder()).fit(library, pool)
+    assert "embedding_max" in other.prior_model_.feature_names_
+
