@@ -24,7 +24,8 @@ times at 3,000 papers, ``--big-repeats`` at 30,000) and reported as medians:
    alternating, of each process's median of 5 reads.
 
 Every ``litrank rank`` runs ``-n 20 --format jsonl --no-feedback --embedder none`` (embedding
-is ``benchmarks.bench_embeddings``'s subject). Peak memory is each process's maximum resident
+is ``benchmarks.bench_embeddings``'s subject); ``--embedder static`` runs the default install's
+dense channel instead, index included, and writes ``one_user_static.json``. Peak memory is each process's maximum resident
 set (``os.wait4``'s ``ru_maxrss``, as ``/usr/bin/time`` reports it): this process stays small
 (the inputs are written by a child) so that a child's figure is its own. Each litrank build
 keeps its compiled modules in a folder of the run (``PYTHONPYCACHEPREFIX``), as an installed
@@ -156,7 +157,7 @@ def compare(args, directory: Path) -> dict:
         for size in ("small", "big"):
             path = directory / f"{build}-{size}.litrank"
             made = run(command + ["-q", "index", str(directory / f"{size}.jsonl"), "-o", str(path), "--embedder",
-                                  "none"], env, directory)
+                                  args.embedder], env, directory)
             indexes[build, size] = path
             n = N_SMALL if size == "small" else N_BIG
             results[f"{build}_index_{size}"] = {"seconds": made["seconds"], "peak_mb": made["peak_mb"],
@@ -175,7 +176,7 @@ def compare(args, directory: Path) -> dict:
         results[f"{build}_load"] = {"jsonl_seconds": statistics.median(jsonl for jsonl, _ in measured),
                                     "index_seconds": statistics.median(index for _, index in measured)}
     rank_options = ["-q", "rank", "-l", str(library), "-n", "20", "--format", "jsonl", "--no-feedback", "--embedder",
-                    "none", "-c"]
+                    args.embedder, "-c"]
     jobs = {"cold": ("small", "jsonl"), "index": ("small", "litrank"), "big": ("big", "jsonl")}
     runs: dict = {}
     for job, (size, kind) in jobs.items():
@@ -268,11 +269,14 @@ def whole_processes(args) -> int:
         results["before_commit"] = commit.stdout.strip() if commit.returncode == 0 else None
     repeats = f" --repeats {args.repeats}" if args.repeats != 5 else ""
     before = " --before CHECKOUT" if args.before else ""  # (the path is this machine's; the commit is said)
-    results["command"] = f"python -m benchmarks.bench_one_user{repeats}{before}"
+    embedder = f" --embedder {args.embedder}" if args.embedder != "none" else ""
+    results["command"] = f"python -m benchmarks.bench_one_user{repeats}{before}{embedder}"
+    results["embedder"] = args.embedder
     print(results["table"])
     if args.before:
         print(f"the same 20 picks as --before: {results['same_picks']}")
-    RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    output = RESULTS if args.embedder == "none" else RESULTS.with_name(f"one_user_{args.embedder}.json")
+    output.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if args.write_docs:
         cores = f"{results['machine_cores']}-core machine"
         before = f"; *before* is commit {results['before_commit']}" if results.get("before_commit") else ""
@@ -422,12 +426,17 @@ def main(argv=None) -> int:
     parser.add_argument("--big-repeats", type=int, default=3, help="Runs of each 30,000-paper job (default 3).")
     parser.add_argument("--before", type=Path, help="Another litrank checkout to run beside this one.")
     parser.add_argument("--write-docs", action="store_true", help=f"Replace the table in {DOCS.relative_to(ROOT)}.")
+    parser.add_argument("--embedder", default="none", choices=["none", "static"],
+                        help="litrank's --embedder in every index and rank (default none; 'static': the default "
+                             "install's dense channel, results in one_user_static.json).")
     parser.add_argument("--conferences", type=Path, default=DEFAULT_CONFERENCES)
     parser.add_argument("--in-process", action="store_true", help="The older in-process comparison instead.")
     parser.add_argument("--library", type=int, default=500, help="(--in-process) library size")
     parser.add_argument("--collection", type=int, default=3000, help="(--in-process) collection size")
     parser.add_argument("--no-embeddings", action="store_true", help="(--in-process) leave out the embedding rows.")
     args = parser.parse_args(argv)
+    if args.write_docs and args.embedder != "none":
+        parser.error("--write-docs writes the table of --embedder none (the docs quote one_user_static.json)")
     return in_process(args) if args.in_process else whole_processes(args)
 
 

@@ -19,6 +19,7 @@ library's representations against them are one structure, read together.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -426,6 +427,14 @@ class CollectionIndexBuilder(Estimator):
             raise ValueError("the collection has no papers to index")
         texts = [paper.text for paper in papers]
         char_result = start_char_job(texts) if self.use_char else None
+        # An embedder that may run in another thread (the static table: its tokenizer releases
+        # the GIL) embeds the collection while the words are counted here; started after the
+        # character job's fork, which its tokenizer's threads must not precede.
+        embedding = None
+        if self.embedder is not None and getattr(self.embedder, "thread_safe", False):
+            embedding = ThreadPoolExecutor(max_workers=1)
+            embedded = embedding.submit(self.embedder.embed, texts)
+            embedding.shutdown(wait=False)
         try:
             word_counts, word_terms = count_words(texts, n_papers=len(texts))
         except ValueError as exc:
@@ -450,7 +459,8 @@ class CollectionIndexBuilder(Estimator):
             char_counts, char_terms = char_result()
             parts.update(char_counts=char_counts, char_terms=char_terms, char_idf=smooth_idf(char_counts))
         if self.embedder is not None:
-            parts["embeddings"] = np.asarray(self.embedder.embed(texts), dtype=np.float32).reshape(len(papers), -1)
+            vectors = embedded.result() if embedding is not None else self.embedder.embed(texts)
+            parts["embeddings"] = np.asarray(vectors, dtype=np.float32).reshape(len(papers), -1)
             parts["embedder_id"] = embedder_id(self.embedder)
         self.index_ = CollectionIndex(papers=papers, word_terms=word_terms, word_idf=word_idf,
                                       word_counts=word_counts, **parts)

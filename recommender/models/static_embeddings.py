@@ -85,6 +85,10 @@ class StaticEmbedder:
         Distinct texts of the last :meth:`embed` call (all embedded: there is no cache).
     """
 
+    # Safe to call from another thread (the collection index embeds while it counts words): the
+    # table loads under a lock and the tokenizer releases the GIL while it encodes.
+    thread_safe = True
+
     def __init__(self, path: str | Path | None = None):
         self.path = (Path(path).expanduser() if path is not None else bundled_table_dir()).resolve()
         try:

@@ -59,3 +59,10 @@ def test_the_docs_table_is_replaced_between_its_markers(tmp_path):
     with pytest.raises(SystemExit, match="no"):
         bench_one_user.write_docs("x", bare)
     assert bare.read_text(encoding="utf-8") == "no markers\n"
+
+
+def test_write_docs_refuses_a_run_with_another_embedder(capsys):
+    """The docs table is the words-alone run's; the static table's run goes to its own file."""
+    with pytest.raises(SystemExit) as stopped:
+        bench_one_user.main(["--embedder", "static", "--write-docs"])
+    assert stopped.value.code == 2 and "one_user_static.json" in capsys.readouterr().err

@@ -188,3 +188,32 @@ def test_the_learned_model_takes_the_prior_without_embeddings_for_the_table(embe
     other = LearnedModel(embedder=OtherEmbedder()).fit(library, pool)
     assert "embedding_max" in other.prior_model_.feature_names_
 
+
+def test_the_index_embeds_the_collection_aside_while_it_counts_words(embedder):
+    """A thread-safe embedder (the table) embeds the collection in a thread of its own; the
+    vectors are those it gives when asked directly, in the papers' order."""
+    import threading
+
+    import connectors
+    from recommender.defaults import bundled_collection
+    from recommender.features.collection_index import CollectionIndexBuilder
+
+    class Watched:
+        thread_safe = True
+        model_id = embedder.model_id
+
+        def __init__(self):
+            self.threads = []
+
+        def embed(self, texts):
+            self.threads.append(threading.current_thread())
+            return embedder.embed(texts)
+
+    papers = connectors.load(bundled_collection())
+    watched = Watched()
+    index = CollectionIndexBuilder(embedder=watched).build(papers)
+    assert watched.threads and watched.threads[0] is not threading.main_thread()
+    np.testing.assert_array_equal(index.embeddings, embedder.embed([paper.text for paper in papers]))
+    watched.thread_safe = False  # any other embedder: here, in order
+    CollectionIndexBuilder(embedder=watched).build(papers)
+    assert watched.threads[-1] is threading.main_thread()
