@@ -56,6 +56,7 @@ from recommender.features.representations import Representations
 from recommender.features.sparse_products import SideBySide, dense_product, normalize_rows, take_rows
 from recommender.models.aggregation import (
     block_part,
+    block_part_float64,
     column_mean_and_spread,
     column_top_k,
     depth_for,
@@ -270,7 +271,7 @@ class HybridModel(TermExplainer, Estimator):
         dense = "embedding" in rep.vectors and self.dense_weight > 0
         if dense:
             dense_weights = self.dense_weights(library)
-            first_pass = self._first_pass(lexical_block, feedback_rows)
+            first_pass, lexical_block = self._first_pass(lexical_block, feedback_rows), None  # let go: 61 MB at 30,000
             first_pass += self._first_pass(rep.blocks["embedding"], feedback_rows, dense_weights)
         else:
             # Standardising a column keeps its order: the plain cosines choose the same feedback.
@@ -287,14 +288,15 @@ class HybridModel(TermExplainer, Estimator):
             self.feedback_weight / n_library, top=top), in_place=True, pooled=pooled, prior=self.column_prior)
         dense_z = None
         if dense:
-            dense_z = dense_weights * standardize_columns(feedback_expanded_similarity(
+            dense_z = standardize_columns(feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, None,
                 self.feedback_docs, self.dense_feedback_weight / n_library, top=top), in_place=True,
                 pooled=pooled, prior=self.column_prior)
+            dense_z *= dense_weights  # in place: at 30,000 candidates a weighted copy is 122 MB more
         if dense_z is not None and self.dense_depth:  # each channel by the library papers it matches best
             trust = self.dense_weight / dense_weights  # short_text_trust, from the weights at hand
-            lexical_part, _ = top_mean(lexical * trust, self.aggregation_depth_)
-            dense_part, _ = top_mean(dense_z * trust, min(int(self.dense_depth), n_library))
+            lexical_part, _ = top_mean(np.multiply(lexical, trust, out=lexical), self.aggregation_depth_)  # in place
+            dense_part, _ = top_mean(np.multiply(dense_z, trust, out=dense_z), min(int(self.dense_depth), n_library))
             self.components_ = {"lexical": lexical_part, "dense": dense_part}
             text_score = lexical_part + dense_part
         else:
@@ -368,9 +370,8 @@ class HybridModel(TermExplainer, Estimator):
         return fused.max(axis=1)
 
     def _first_pass(self, block: np.ndarray, feedback_rows: np.ndarray, weights=1.0) -> np.ndarray:
-        """Standardised (over the candidates) scores of the feedback papers times ``weights``, shape
-        (n_feedback, n_library), made in one float64 copy (30,000 candidates: 122 MB a copy)."""
-        scores = np.array(block_part(block, feedback_rows, self.library_rows_), dtype=np.float64)
+        """Standardised (over the candidates) feedback papers' scores times ``weights``, in one float64 copy."""
+        scores = block_part_float64(block, feedback_rows, self.library_rows_)
         standardize_columns(scores, scores[: len(self.candidate_rows_)], in_place=True, pooled=self._pooled,
                             prior=self.column_prior)
         return np.multiply(scores, weights, out=scores)

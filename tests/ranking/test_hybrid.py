@@ -379,3 +379,14 @@ def test_the_first_pass_is_standardised_in_place_without_touching_the_blocks():
     expected = standardize_columns(part, part[: len(candidate_rows)], pooled=model._pooled, prior=model.column_prior)
     np.testing.assert_array_equal(model._first_pass(rep.blocks["embedding"], rows), expected)
     np.testing.assert_array_equal(rep.blocks["embedding"], blocks["embedding"])
+
+
+def test_a_block_part_is_widened_a_chunk_of_rows_at_a_time():
+    from recommender.models.aggregation import ROW_CHUNK, block_part, block_part_float64
+
+    block = np.random.default_rng(0).random((ROW_CHUNK * 8 * 2 + 7, 6), dtype=np.float32)
+    rows = np.random.default_rng(1).permutation(len(block))
+    for columns in (np.arange(6), np.array([4, 0, 2])):
+        part = block_part_float64(block, rows, columns)
+        assert part.dtype == np.float64
+        np.testing.assert_array_equal(part, block_part(block, rows, columns).astype(np.float64))
