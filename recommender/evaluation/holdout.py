@@ -201,9 +201,9 @@ def default_install_embedder(embedder=None):
     """The static table the default install ranks with ("auto" without the embeddings extra),
     for benchmarks to show beside ``embedder``: None when ``embedder`` is that table already or
     the table cannot be loaded here."""
-    from recommender.models.static_embeddings import StaticEmbedder, static_embedder_available
+    from recommender.models.static_embeddings import StaticEmbedder, is_static_model_id, static_embedder_available
 
-    if str(getattr(embedder, "model_id", "")).startswith("static:") or not static_embedder_available():
+    if is_static_model_id(getattr(embedder, "model_id", None)) or not static_embedder_available():
         return None
     return StaticEmbedder()
 

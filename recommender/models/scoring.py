@@ -158,8 +158,9 @@ class LearnedModel(TermExplainer):
         if self.prior == "default":
             # The shipped prior with embedding features learned all-MiniLM-L6-v2's cosines; the
             # static table's run higher (median pair 0.36 against 0.29), so it gets the prior without them.
-            source = rep.embedder_id or str(getattr(self.embedder, "model_id", ""))
-            static = source.startswith("static:")
+            from recommender.models.static_embeddings import is_static_model_id
+
+            static = is_static_model_id(rep.embedder_id or getattr(self.embedder, "model_id", None))
             prior = (with_embeddings and not static and load_prior(None, True)) or load_prior(None, False)
         elif self.prior:
             prior = load_prior(str(self.prior))

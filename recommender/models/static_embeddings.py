@@ -22,6 +22,7 @@ import numpy as np
 from scipy import sparse
 
 TABLE_FOLDER = "static-minilm"
+MODEL_ID_PREFIX = "static:"  # a static table's model_id: "static:<name>#<sha256 prefix>"
 _BATCH = 1024  # texts per tokenizer call and per sparse product
 # Loaded tables by folder: a process loads each once (tokenizer, float32 table).
 _LOADED: dict[str, tuple[object, np.ndarray]] = {}
@@ -44,6 +45,11 @@ def token_means(tokenizer, texts: Sequence[str], n_tokens: int) -> sparse.csr_ma
     indices = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     weights = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
     return sparse.csr_matrix((weights, indices, indptr), shape=(len(rows), n_tokens))
+
+
+def is_static_model_id(model_id) -> bool:
+    """True for a static table's id (:attr:`StaticEmbedder.model_id`, an index's ``embedder_id``)."""
+    return str(model_id or "").startswith(MODEL_ID_PREFIX)
 
 
 class StaticEmbedderUnavailable(RuntimeError):
@@ -103,7 +109,7 @@ class StaticEmbedder:
     def model_id(self) -> str:
         """Stable name of the table (its name and a prefix of its sha256): part of every cache key."""
         digest = str(self.config.get("embeddings_sha256", ""))[:12]
-        return f"static:{self.config.get('name', self.path.name)}#{digest}"
+        return f"{MODEL_ID_PREFIX}{self.config.get('name', self.path.name)}#{digest}"
 
     @property
     def dim(self) -> int:
