@@ -6,8 +6,8 @@ a text's vector is the mean of its WordPiece tokens' rows in a table of 29,525 t
 dimensions (float16, 15 MB) that ``benchmarks/distil_static_embedder.py`` distilled with
 model2vec from the weights of the embeddings extra, then fitted to that model's vectors of
 20,000 conference abstracts (``--fit-texts``). It lies in ``recommender/data/static-minilm/``
-(``tokenizer.json``, ``embeddings.npy``, ``config.json``). Thousands of texts a second on one
-core, so there is no disk cache. The tokenizer needs the ``tokenizers`` package (HuggingFace's
+(``tokenizer.json``, ``embeddings.npy``, ``config.json``). About 6,500 texts a second on two
+cores (``benchmarks/bench_embeddings.py --model static``), so there is no disk cache. The tokenizer needs the ``tokenizers`` package (HuggingFace's
 Rust tokenizer, a small wheel without torch).
 """
 from __future__ import annotations
