@@ -90,6 +90,31 @@ def _replay(result, records: list[tuple[int, str]], error: Exception | None):
     return result
 
 
+def release_free_memory() -> bool:
+    """Hand the memory this process has freed back to the system (glibc's ``malloc_trim``);
+    False where there is no such call (another C library, another system).
+
+    Freed memory stays in the allocator's arenas, one per thread that allocated: after a
+    collection is indexed, the embedding thread's and the tokenizer's arenas held 130-160 MB
+    at 30,000 papers that the scoring after it could not reuse, and the run's peak stood that
+    much higher."""
+    import ctypes
+    import ctypes.util
+
+    global _LIBC
+    if _LIBC is None:
+        name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+        try:
+            _LIBC = ctypes.CDLL(name) if name else False
+        except OSError:
+            _LIBC = False
+    trim = getattr(_LIBC, "malloc_trim", None) if _LIBC else None
+    return bool(trim(0)) if trim is not None else False
+
+
+_LIBC = None
+
+
 def user_cache_root() -> Path:
     """``$LITRANK_CACHE_DIR``, else the user cache directory (platformdirs): every cache's parent."""
     root = os.environ.get("LITRANK_CACHE_DIR")

@@ -55,6 +55,7 @@ from recommender.features.representations import Representations
 from recommender.features.sparse_products import StackedRows, head_product
 from recommender.features.word_counts import count_in_vocabulary
 from recommender.paper import IDENTITY_RULE, Paper
+from recommender.runtime import release_free_memory
 
 
 class _LazyBlocks(dict):
@@ -464,6 +465,7 @@ class CollectionIndexBuilder(Estimator):
             parts["embedder_id"] = embedder_id(self.embedder)
         self.index_ = CollectionIndex(papers=papers, word_terms=word_terms, word_idf=word_idf,
                                       word_counts=word_counts, **parts)
+        release_free_memory()  # what counting and embedding freed, before the scoring needs it
         return self
 
     def build(self, papers: Sequence[Paper]) -> CollectionIndex:

@@ -40,7 +40,7 @@ The text part was tuned on CSFCube ``fold1_dev``: query papers, libraries of 5-8
 topics (``benchmarks/tune_fusion.py``); the feedback's 1/n and ``author_weight`` on author continuity.
 
 The pseudo-relevance feedback only this model uses (:func:`feedback_top`,
-:func:`feedback_expanded_similarity`) is here, read in the order of the steps above; how the
+:func:`feedback_expanded_similarity`) is in :mod:`recommender.models.pseudo_feedback`; how the
 per-library-paper scores become one is in :mod:`recommender.models.aggregation`.
 """
 from __future__ import annotations
@@ -48,83 +48,30 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import sparse
 
 from recommender.estimator import Estimator
 from recommender.features.collection_index import CollectionIndex, CollectionIndexBuilder
 from recommender.features.representations import Representations
-from recommender.features.sparse_products import SideBySide, dense_product, normalize_rows, take_rows
+from recommender.features.sparse_products import SideBySide, dense_product, take_rows
 from recommender.models.aggregation import (
+    TOP_K_CHUNK,
     block_part,
-    block_part_float64,
+    chunked_column_top_k,
+    chunked_top_mean,
     column_mean_and_spread,
-    column_top_k,
+    column_scale,
     depth_for,
     profile_share,
     standardize_columns,
+    standardized_chunks,
     top_mean,
 )
 from recommender.models.index_fit import fit_on_index
+from recommender.models.pseudo_feedback import feedback_expanded_similarity
 from recommender.models.scoring import Driver, TermExplainer
 from recommender.models.signals import library_query_bm25
 from recommender.paper import Paper
 from recommender.text import words
-
-
-def feedback_top(feedback_scores: np.ndarray, feedback_docs: int) -> np.ndarray | None:
-    """Positions (in the feedback rows) of each library paper's ``feedback_docs`` best-scoring
-    feedback papers, shape (k, n_library); k is lowered to the fewest any paper may use, and
-    None when that is none."""
-    if feedback_scores.shape[1] == 0:
-        return None
-    k = int(min(feedback_docs, np.isfinite(feedback_scores).sum(axis=0).min()))
-    return column_top_k(feedback_scores, k) if k > 0 else None
-
-
-def feedback_expanded_similarity(vectors, library_rows: np.ndarray, candidate_rows: np.ndarray,
-                                 feedback_rows: np.ndarray, feedback_scores: np.ndarray | None, feedback_docs: int,
-                                 feedback_weight: float, top: np.ndarray | None = None) -> np.ndarray:
-    """Rocchio feedback, every library paper at once: each library vector moves towards the
-    mean of its ``feedback_docs`` best-scoring feedback papers, then candidates are scored again.
-
-    Parameters
-    ----------
-    vectors : matrix of shape (N, d), L2-normalised rows (sparse, dense or
-        :class:`~recommender.features.sparse_products.SideBySide`)
-    library_rows, candidate_rows : ndarray of int
-    feedback_rows : ndarray of int, shape (n_feedback,)
-        The papers that may serve as feedback (candidates, other library papers).
-    feedback_scores : ndarray of shape (n_feedback, n_library)
-        The first-pass scores that choose them; ``-inf`` where one may not serve.
-    feedback_docs : int
-    feedback_weight : float
-    top : ndarray of int, shape (k, n_library), optional
-        :func:`feedback_top` of the scores when already made (``feedback_scores`` may then be
-        None: a caller that keeps no scores lets go of them before the product).
-
-    Returns
-    -------
-    ndarray of shape (n_candidates, n_library)
-        Cosine of each candidate to each expanded library vector.
-    """
-    library = take_rows(vectors, library_rows)
-    n_library = len(library_rows)
-    if top is None and feedback_weight > 0 and feedback_scores is not None:
-        top = feedback_top(feedback_scores, feedback_docs)
-    if top is None or feedback_weight <= 0:
-        return dense_product(vectors, library, row_indices=candidate_rows)
-    k = top.shape[0]
-    # Only the chosen rows are taken out (all the feedback rows would be a copy of the collection).
-    chosen, position = np.unique(np.asarray(feedback_rows)[top.T.ravel()], return_inverse=True)
-    selection = sparse.csr_matrix((np.full(top.size, 1.0 / k), (np.repeat(np.arange(n_library), k), position)),
-                                  shape=(n_library, len(chosen)))
-    centroids = selection @ take_rows(vectors, chosen)
-    if sparse.issparse(centroids):
-        expanded = normalize_rows(sparse.csr_matrix(library) + feedback_weight * normalize_rows(sparse.csr_matrix(centroids)))
-    else:
-        expanded = normalize_rows(np.asarray(library) + feedback_weight * normalize_rows(np.asarray(centroids)))
-    del library, centroids, selection  # let go before the product (30,000 candidates: 30 MB at its peak)
-    return dense_product(vectors, expanded, row_indices=candidate_rows)
 
 
 class HybridModel(TermExplainer, Estimator):
@@ -256,7 +203,7 @@ class HybridModel(TermExplainer, Estimator):
                             library_grades: Mapping[int, int] | None = None) -> "HybridModel":
         """:meth:`fit` on precomputed representations (``library_rows`` below ``rep.n_library``)."""
         self.rep_, self.library_rows_, self.candidate_rows_ = rep, np.asarray(library_rows), np.asarray(candidate_rows)
-        n_candidates, n_library = len(self.candidate_rows_), len(self.library_rows_)
+        n_library = len(self.library_rows_)
         if n_library == 0:
             raise ValueError("the library has no papers to rank against")
         pooled = self._pooled  # an unknown column_scale fails here, before any product
@@ -269,41 +216,41 @@ class HybridModel(TermExplainer, Estimator):
         lexical_vectors, lexical_block = self._lexical(rep)
         self.aggregation_depth_ = self._depth(n_library, lexical_block)
         dense = "embedding" in rep.vectors and self.dense_weight > 0
-        if dense:
-            dense_weights = self.dense_weights(library)
-            first_pass, lexical_block = self._first_pass(lexical_block, feedback_rows), None  # let go: 61 MB at 30,000
-            first_pass += self._first_pass(rep.blocks["embedding"], feedback_rows, dense_weights)
-        else:
-            # Standardising a column keeps its order: the plain cosines choose the same feedback.
-            first_pass = block_part(lexical_block, feedback_rows, self.library_rows_)
+        dense_weights = self.dense_weights(library) if dense else None
+        # The feedback, chosen once for both channels, from first-pass scores that never exist
+        # whole: (N, n_library) float64 twice over was 244 MB at 30,000 candidates.
+        cached = dense and "embedding" in rep.blocks  # (a look that computes nothing)
+        top = self._feedback_top(rep, lexical_block, feedback_rows, judgements, dense_weights)
         del lexical_block  # only chose the feedback: not kept beside the expanded product (61 MB at 30,000)
-        first_pass[[index for index, value in (judgements or {}).items() if value < 0]] = -np.inf  # no feedback
-        if self.library_feedback:
-            first_pass[n_candidates + np.arange(n_library), np.arange(n_library)] = -np.inf  # nor is the paper itself
-        # The feedback chosen once for both channels; its scores let go before the products.
-        top = feedback_top(first_pass, self.feedback_docs)
-        del first_pass
+        if dense and not cached:
+            rep.blocks.pop("embedding", None)  # made for the first pass alone (61 MB at 30,000)
         lexical = standardize_columns(feedback_expanded_similarity(
             lexical_vectors, self.library_rows_, self.candidate_rows_, feedback_rows, None, self.feedback_docs,
             self.feedback_weight / n_library, top=top), in_place=True, pooled=pooled, prior=self.column_prior)
-        dense_z = None
         if dense:
-            dense_z = standardize_columns(feedback_expanded_similarity(
-                rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, None,
-                self.feedback_docs, self.dense_feedback_weight / n_library, top=top), in_place=True,
-                pooled=pooled, prior=self.column_prior)
-            dense_z *= dense_weights  # in place: at 30,000 candidates a weighted copy is 122 MB more
-        if dense_z is not None and self.dense_depth:  # each channel by the library papers it matches best
             trust = self.dense_weight / dense_weights  # short_text_trust, from the weights at hand
-            lexical_part, _ = top_mean(np.multiply(lexical, trust, out=lexical), self.aggregation_depth_)  # in place
-            dense_part, _ = top_mean(np.multiply(dense_z, trust, out=dense_z), min(int(self.dense_depth), n_library))
+            if self.dense_depth:  # each channel by the library papers it matches best, one after the other
+                lexical_part, _ = top_mean(np.multiply(lexical, trust, out=lexical), self.aggregation_depth_)
+                del lexical  # before the dense product: the two blocks are never held together
+            dense_raw = feedback_expanded_similarity(
+                rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, None,
+                self.feedback_docs, self.dense_feedback_weight / n_library, top=top)
+            mean, spread = column_scale(dense_raw, pooled=pooled, prior=self.column_prior)
+        if dense and self.dense_depth:
+            # Standardised and weighted a chunk at a time: a float32 block is never widened whole.
+            dense_part, _ = chunked_top_mean(standardized_chunks(dense_raw, mean, spread, scales=(dense_weights, trust)),
+                                             dense_raw.shape, min(int(self.dense_depth), n_library))
             self.components_ = {"lexical": lexical_part, "dense": dense_part}
             text_score = lexical_part + dense_part
         else:
-            fused = lexical if dense_z is None else lexical + dense_z
+            fused = lexical
+            if dense:
+                dense_z = standardize_columns(dense_raw, in_place=True, pooled=pooled, prior=self.column_prior)
+                dense_z *= dense_weights
+                fused = lexical + dense_z
             text_score, columns = top_mean(fused, self.aggregation_depth_)
             self.components_ = {"lexical": np.take_along_axis(lexical, columns, axis=1).mean(axis=1)}
-            if dense_z is not None:
+            if dense:
                 self.components_["dense"] = np.take_along_axis(dense_z, columns, axis=1).mean(axis=1)
         if n_library > 1 and self.profile_weight > 0:
             profile = library_query_bm25(rep, self.candidate_rows_, self.library_rows_)
@@ -369,12 +316,50 @@ class HybridModel(TermExplainer, Estimator):
                 pooled=self._pooled, prior=self.column_prior)
         return fused.max(axis=1)
 
-    def _first_pass(self, block: np.ndarray, feedback_rows: np.ndarray, weights=1.0) -> np.ndarray:
-        """Standardised (over the candidates) feedback papers' scores times ``weights``, in one float64 copy."""
-        scores = block_part_float64(block, feedback_rows, self.library_rows_)
-        standardize_columns(scores, scores[: len(self.candidate_rows_)], in_place=True, pooled=self._pooled,
-                            prior=self.column_prior)
-        return np.multiply(scores, weights, out=scores)
+    def _feedback_top(self, rep: Representations, lexical_block: np.ndarray, feedback_rows: np.ndarray,
+                      judgements: Mapping[int, int] | None, dense_weights: np.ndarray | None) -> np.ndarray | None:
+        """:func:`feedback_top` of the first pass, whose scores are made a chunk of rows at a time.
+
+        The first pass scores each feedback paper (rows) against each library paper (columns):
+        with an embedder the lexical and dense cosines, each standardised over the candidates and
+        the dense one weighted by ``dense_weights``, added; without one the lexical cosines (a
+        column's order is its standardised order). Disliked candidates and each library paper
+        itself may not serve (``-inf``)."""
+        n_candidates, n_library = len(self.candidate_rows_), len(self.library_rows_)
+        excluded = np.zeros(len(feedback_rows), dtype=bool)
+        excluded[[index for index, value in (judgements or {}).items() if value < 0]] = True
+        finite = np.full(n_library, len(feedback_rows) - excluded.sum())
+        if self.library_feedback:
+            finite -= ~excluded[n_candidates + np.arange(n_library)]
+        k = int(min(self.feedback_docs, finite.min()))
+        if k <= 0:
+            return None
+        channels = []
+        if dense_weights is not None:
+            for block, weights in ((lexical_block, ()), (rep.blocks["embedding"], (dense_weights,))):
+                mean, spread = column_scale(block, feedback_rows[:n_candidates], self.library_rows_,
+                                            pooled=self._pooled, prior=self.column_prior)
+                channels.append(standardized_chunks(block, mean, spread, feedback_rows, self.library_rows_, weights))
+            buffer = np.empty((TOP_K_CHUNK, n_library))
+
+        def chunks():
+            for start in range(0, len(feedback_rows), TOP_K_CHUNK):
+                stop = min(start + TOP_K_CHUNK, len(feedback_rows))
+                if channels:  # the channels' standardised scores added, a few rows at a time, into one buffer
+                    chunk = buffer[: stop - start]
+                    for (row, lexical), (_, dense) in zip(*channels):
+                        np.add(lexical, dense, out=chunk[row - start: row - start + len(lexical)])
+                        if row + len(lexical) >= stop:
+                            break
+                else:
+                    chunk = block_part(lexical_block, feedback_rows[start:stop], self.library_rows_)
+                chunk[excluded[start:stop]] = -np.inf
+                if self.library_feedback:  # nor is the paper itself
+                    own = np.arange(max(start, n_candidates), min(stop, n_candidates + n_library))
+                    chunk[own - start, own - n_candidates] = -np.inf
+                yield start, chunk
+
+        return chunked_column_top_k(chunks(), k)
 
     def _lexical(self, rep: Representations):
         """The joined word | character vectors (unit rows, float64: the scores are computed in it)

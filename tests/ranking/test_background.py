@@ -137,3 +137,31 @@ def test_scipy_imported_already_is_left_as_it_is():
               "import_scipy_sparse()\nprint('numpy.f2py' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
     assert done.stdout.strip() == "True"  # scipy's own import loaded it; nothing undone or redone
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim: Linux only")
+def test_memory_another_thread_freed_goes_back_to_the_system():
+    """What a thread freed stays in its allocator arena until released: after indexing 30,000
+    papers the embedding thread's arenas held 130-160 MB. release_free_memory hands it back (a
+    fresh subprocess, so that no other test's memory is measured)."""
+    script = """
+import threading, numpy
+from recommender.runtime import release_free_memory
+def resident_mb():
+    with open('/proc/self/status') as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith('VmRSS'))
+kept = []
+def work():
+    arrays = [numpy.ones(8000) for _ in range(2000)]  # 64 KB each, below malloc's mmap threshold: 128 MB
+    kept.append(arrays[-1])  # the last one stays: the arena cannot shrink from its top
+thread = threading.Thread(target=work)
+thread.start()
+thread.join()
+before = resident_mb()
+released = release_free_memory()
+print(before, resident_mb(), released)
+"""
+    before, after, released = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                             check=True).stdout.split()
+    assert released == "True"
+    assert int(before) - int(after) > 80  # 153 -> 32 MB when measured

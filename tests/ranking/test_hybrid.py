@@ -13,9 +13,11 @@ from recommender.models.aggregation import (
     profile_share,
     shrink_to_library,
     standardize_columns,
+    top_mean,
     topic_depth,
 )
-from recommender.models.hybrid import HybridModel, feedback_expanded_similarity, feedback_top
+from recommender.models.hybrid import HybridModel
+from recommender.models.pseudo_feedback import feedback_expanded_similarity, feedback_top
 from tests.conftest import EXAMPLE_LIBRARY, SEEDS, require
 
 QUERY = Paper(id="q", title="Masked diffusion language models",
@@ -360,33 +362,83 @@ def test_title_only_queries_gain_from_the_dense_weight_on_expert_judgements():
     assert titles[10]["ndcg%20"] > titles[0]["ndcg%20"] + 0.005  # 0.670 against 0.665
 
 
-def test_the_first_pass_is_standardised_in_place_without_touching_the_blocks():
-    """The first pass standardises one float64 copy in place (two fewer copies of a 30,000-row
-    block): the same numbers as standardising a copy, and the representation's blocks untouched."""
-    from recommender.features.representations import RepresentationBuilder
+def _first_pass_top(model, rep, feedback_rows, judgements, dense_weights):
+    """The feedback the first pass chose when it was made whole (the rule before): each
+    channel's block part widened, standardised over the candidates, the dense one weighted,
+    added; disliked candidates and each library paper itself excluded."""
     from recommender.models.aggregation import block_part
+
+    n_candidates, n_library = len(model.candidate_rows_), len(model.library_rows_)
+    _, lexical_block = model._lexical(rep)
+
+    def standardised(block, weights=1.0):
+        scores = block_part(block, feedback_rows, model.library_rows_).astype(np.float64)
+        standardize_columns(scores, scores[:n_candidates], in_place=True, pooled=model._pooled,
+                            prior=model.column_prior)
+        return np.multiply(scores, weights, out=scores)
+
+    if dense_weights is None:
+        first = block_part(lexical_block, feedback_rows, model.library_rows_).copy()
+    else:
+        first = standardised(lexical_block) + standardised(rep.blocks["embedding"], dense_weights)
+    first[[index for index, value in judgements.items() if value < 0]] = -np.inf
+    if model.library_feedback:
+        first[n_candidates + np.arange(n_library), np.arange(n_library)] = -np.inf
+    return feedback_top(first, model.feedback_docs)
+
+
+@pytest.mark.parametrize("embedded", [True, False])
+@pytest.mark.parametrize("judgements", [{}, {0: -1, 5: -1, 17: 1}])
+def test_the_first_pass_chooses_the_feedback_a_chunk_at_a_time_as_when_made_whole(embedded, judgements):
+    """The first pass is never made whole (at 30,000 candidates it was two float64 blocks of
+    122 MB): a chunk of rows at a time, it chooses exactly the feedback papers the whole block
+    chose, with and without embeddings and judgements, and leaves the representation's blocks
+    untouched."""
+    from recommender.features.representations import RepresentationBuilder
+    from recommender.models.aggregation import TOP_K_CHUNK
     from recommender.models.static_embeddings import StaticEmbedder
 
     library, collection = connectors.load(EXAMPLE_LIBRARY), connectors.load(defaults.bundled_collection())
-    rep = RepresentationBuilder(embedder=StaticEmbedder()).build(list(library) + list(collection), len(library))
+    # Collection papers twice over: more rows than one chunk of the top-k pass.
+    collection = list(collection) * (TOP_K_CHUNK // len(collection) + 1)
+    rep = RepresentationBuilder(embedder=StaticEmbedder() if embedded else None).build(
+        list(library) + collection, len(library))
     blocks = {name: np.array(block, copy=True) for name, block in rep.blocks.items()}
     library_rows, candidate_rows = np.arange(len(library)), np.arange(len(library), len(library) + len(collection))
-    model = HybridModel().fit_representations(rep, library_rows, candidate_rows, list(library))
+    feedback_rows = np.concatenate([candidate_rows, library_rows])
+    assert len(feedback_rows) > TOP_K_CHUNK
+    model = HybridModel().fit_representations(rep, library_rows, candidate_rows, list(library), judgements)
+    dense_weights = model.dense_weights(list(library)) if embedded else None
+    _, lexical_block = model._lexical(rep)
+    top = model._feedback_top(rep, lexical_block, feedback_rows, judgements, dense_weights)
+    np.testing.assert_array_equal(top, _first_pass_top(model, rep, feedback_rows, judgements, dense_weights))
+    assert not np.isin(top, [0, 5]).any()  # disliked candidates never serve
     for name, block in blocks.items():
         np.testing.assert_array_equal(rep.blocks[name], block)
-    rows = np.concatenate([candidate_rows, library_rows])
-    part = block_part(rep.blocks["embedding"], rows, library_rows)
-    expected = standardize_columns(part, part[: len(candidate_rows)], pooled=model._pooled, prior=model.column_prior)
-    np.testing.assert_array_equal(model._first_pass(rep.blocks["embedding"], rows), expected)
-    np.testing.assert_array_equal(rep.blocks["embedding"], blocks["embedding"])
 
 
-def test_a_block_part_is_widened_a_chunk_of_rows_at_a_time():
-    from recommender.models.aggregation import ROW_CHUNK, block_part, block_part_float64
+def test_a_float32_block_is_standardised_a_chunk_of_rows_at_a_time_to_the_last_bit():
+    """column_scale and standardized_chunks read a float32 block a chunk of rows at a time (its
+    float64 copy at 30,000 candidates is 122 MB) and give what standardising the copy gives,
+    bit for bit, over all rows or some, with and without pooling and a prior; chunked_top_mean
+    equals top_mean."""
+    from recommender.models.aggregation import ROW_CHUNK, chunked_top_mean, column_scale, standardized_chunks
 
-    block = np.random.default_rng(0).random((ROW_CHUNK * 8 * 2 + 7, 6), dtype=np.float32)
-    rows = np.random.default_rng(1).permutation(len(block))
-    for columns in (np.arange(6), np.array([4, 0, 2])):
-        part = block_part_float64(block, rows, columns)
-        assert part.dtype == np.float64
-        np.testing.assert_array_equal(part, block_part(block, rows, columns).astype(np.float64))
+    rng = np.random.default_rng(0)
+    block = rng.random((ROW_CHUNK * 3 + 7, 6), dtype=np.float32)
+    rows = rng.permutation(len(block))[: ROW_CHUNK * 2 + 3]
+    for columns in (np.arange(6), np.array([4, 0, 2]), np.array([3])):
+        for pooled, prior in ((False, 0.0), (True, 300.0)):
+            whole = block[np.ix_(rows, columns)].astype(np.float64)
+            expected = standardize_columns(whole, pooled=pooled, prior=prior) * 2.5
+            mean, spread = column_scale(block, rows, columns, pooled=pooled, prior=prior)
+            chunks = list(standardized_chunks(block, mean, spread, rows, columns, scales=(2.5,)))
+            assert [start for start, _ in chunks] == list(range(0, len(rows), ROW_CHUNK))
+            np.testing.assert_array_equal(np.vstack([chunk for _, chunk in chunks]), expected)
+            for k in (1, 2, len(columns)):
+                means, best = chunked_top_mean(iter(chunks), expected.shape, k)
+                expected_means, expected_best = top_mean(expected, k)
+                np.testing.assert_array_equal(means, expected_means)
+                np.testing.assert_array_equal(best, expected_best)
+
+
