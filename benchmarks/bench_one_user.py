@@ -53,6 +53,13 @@ DEFAULT_CONFERENCES = ROOT.parent / "shared" / "data" / "conferences"
 RESULTS = ROOT / "benchmarks" / "results" / "one_user.json"
 DOCS = ROOT / "docs" / "benchmarks.md"
 DOCS_START, DOCS_END = "<!-- bench_one_user: start -->", "<!-- bench_one_user: end -->"
+
+
+def docs_markers(embedder: str) -> tuple[str, str]:
+    """The comments around an embedder's table in the docs (words alone: the original pair)."""
+    if embedder == "none":
+        return DOCS_START, DOCS_END
+    return f"<!-- bench_one_user {embedder}: start -->", f"<!-- bench_one_user {embedder}: end -->"
 N_LIBRARY, N_SMALL, N_BIG = 500, 3000, 30000
 LOAD_ROUNDS = 3  # processes a build reading the 3,000-paper index (and its JSONL), medians of 5 reads each
 GOALS = {"cold": 0.5, "index": 0.35, "big": 0.5, "big_memory": 1.0, "index_seconds": 0.6, "kb_per_paper": 3.0,
@@ -245,12 +252,21 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str, docs: Path = DOCS) -> None:
+def write_docs(text: str, docs: Path = DOCS, embedder: str = "none") -> None:
+    start, end = docs_markers(embedder)
     page = docs.read_text(encoding="utf-8")
-    if DOCS_START not in page or DOCS_END not in page:
-        raise SystemExit(f"{docs} has no {DOCS_START} ... {DOCS_END} block to replace")
-    before, rest = page.split(DOCS_START, 1)
-    docs.write_text(before + DOCS_START + "\n" + text + "\n" + DOCS_END + rest.split(DOCS_END, 1)[1], encoding="utf-8")
+    if start not in page or end not in page:
+        raise SystemExit(f"{docs} has no {start} ... {end} block to replace")
+    before, rest = page.split(start, 1)
+    docs.write_text(before + start + "\n" + text + "\n" + end + rest.split(end, 1)[1], encoding="utf-8")
+
+
+def docs_text(results: dict) -> str:
+    """The docs' paragraph of one run: its command, the machine, the repeats, then its table."""
+    cores = f"{results['machine_cores']}-core machine"
+    before = f"; *before* is commit {results['before_commit']}" if results.get("before_commit") else ""
+    return (f"`{results['command']}`, {cores}, medians of {results['repeats']} runs ({results['big_repeats']} at "
+            f"30,000); ratios are litrank's time over the rule's in the same run{before}:\n\n{results['table']}")
 
 
 def whole_processes(args) -> int:
@@ -272,17 +288,14 @@ def whole_processes(args) -> int:
     embedder = f" --embedder {args.embedder}" if args.embedder != "none" else ""
     results["command"] = f"python -m benchmarks.bench_one_user{repeats}{before}{embedder}"
     results["embedder"] = args.embedder
+    results["repeats"], results["big_repeats"] = args.repeats, args.big_repeats
     print(results["table"])
     if args.before:
         print(f"the same 20 picks as --before: {results['same_picks']}")
     output = RESULTS if args.embedder == "none" else RESULTS.with_name(f"one_user_{args.embedder}.json")
     output.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if args.write_docs:
-        cores = f"{results['machine_cores']}-core machine"
-        before = f"; *before* is commit {results['before_commit']}" if results.get("before_commit") else ""
-        write_docs(f"`{results['command']}`, {cores}, medians of {args.repeats} runs ({args.big_repeats} at "
-                   f"30,000); ratios are litrank's time over the rule's in the same run{before}:\n\n"
-                   f"{results['table']}")
+        write_docs(docs_text(results), embedder=args.embedder)
     return 0
 
 
@@ -425,7 +438,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="Runs of each 3,000-paper job (default 5).")
     parser.add_argument("--big-repeats", type=int, default=3, help="Runs of each 30,000-paper job (default 3).")
     parser.add_argument("--before", type=Path, help="Another litrank checkout to run beside this one.")
-    parser.add_argument("--write-docs", action="store_true", help=f"Replace the table in {DOCS.relative_to(ROOT)}.")
+    parser.add_argument("--write-docs", action="store_true",
+                        help=f"Replace the embedder's table in {DOCS.relative_to(ROOT)} (words alone and the static "
+                             "table have one each).")
     parser.add_argument("--embedder", default="none", choices=["none", "static"],
                         help="litrank's --embedder in every index and rank (default none; 'static': the default "
                              "install's dense channel, results in one_user_static.json).")
@@ -435,8 +450,6 @@ def main(argv=None) -> int:
     parser.add_argument("--collection", type=int, default=3000, help="(--in-process) collection size")
     parser.add_argument("--no-embeddings", action="store_true", help="(--in-process) leave out the embedding rows.")
     args = parser.parse_args(argv)
-    if args.write_docs and args.embedder != "none":
-        parser.error("--write-docs writes the table of --embedder none (the docs quote one_user_static.json)")
     return in_process(args) if args.in_process else whole_processes(args)
 
 

@@ -61,8 +61,19 @@ def test_the_docs_table_is_replaced_between_its_markers(tmp_path):
     assert bare.read_text(encoding="utf-8") == "no markers\n"
 
 
-def test_write_docs_refuses_a_run_with_another_embedder(capsys):
-    """The docs table is the words-alone run's; the static table's run goes to its own file."""
-    with pytest.raises(SystemExit) as stopped:
-        bench_one_user.main(["--embedder", "static", "--write-docs"])
-    assert stopped.value.code == 2 and "one_user_static.json" in capsys.readouterr().err
+def test_each_embedder_writes_its_own_table_and_leaves_the_other(tmp_path):
+    """Words alone and the static table have a table each in the docs, each between its own
+    markers: writing one leaves the other as it was."""
+    page = tmp_path / "benchmarks.md"
+    none_start, none_end = bench_one_user.docs_markers("none")
+    static_start, static_end = bench_one_user.docs_markers("static")
+    assert static_start != none_start and "static" in static_start
+    page.write_text(f"{none_start}\nwords\n{none_end}\n\n{static_start}\nstatic\n{static_end}\n", encoding="utf-8")
+    results = {"command": "python -m benchmarks.bench_one_user --embedder static", "machine_cores": 2, "repeats": 5,
+               "big_repeats": 3, "before_commit": "abc1234", "table": "| new | static |"}
+    bench_one_user.write_docs(bench_one_user.docs_text(results), page, embedder="static")
+    text = page.read_text(encoding="utf-8")
+    assert f"{none_start}\nwords\n{none_end}" in text
+    assert "| new | static |" in text and "\nstatic\n" not in text
+    assert "`python -m benchmarks.bench_one_user --embedder static`, 2-core machine, medians of 5 runs (3 at " \
+           "30,000)" in text and "*before* is commit abc1234" in text
