@@ -21,6 +21,8 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 
+from recommender.runtime import release_free_memory
+
 TABLE_FOLDER = "static-minilm"
 MODEL_ID_PREFIX = "static:"  # a static table's model_id: "static:<name>#<sha256 prefix>"
 _BATCH = 1024  # texts per tokenizer call and per sparse product
@@ -157,6 +159,7 @@ class StaticEmbedder:
             return np.zeros((0, table.shape[1]), dtype=np.float32)
         vectors = np.concatenate([self._encode(unique[start:start + _BATCH])
                                   for start in range(0, len(unique), _BATCH)])
+        release_free_memory()  # what the tokenizer's threads freed stays in their arenas otherwise
         self.n_embedded, self.n_cached = len(unique), 0
         if len(unique) == len(texts):
             return vectors
