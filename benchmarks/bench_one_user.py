@@ -189,11 +189,12 @@ def compare(args, directory: Path) -> dict:
     for job, (size, kind) in jobs.items():
         repeats = args.big_repeats if size == "big" else args.repeats
         for repeat in range(repeats):
-            order = [("rule", None)] + list(builds.items())
-            for name, checkout in order[repeat % 2:] + order[:repeat % 2]:  # who goes first alternates
+            # The rule has no index: its JSONL runs are its time against the index too.
+            order = ([] if kind == "litrank" else [("rule", None)]) + list(builds.items())
+            # Who goes first alternates, and so does who follows whom (a rotation kept this
+            # checkout before --before's in every repeat).
+            for name, checkout in order if repeat % 2 == 0 else order[::-1]:
                 if name == "rule":
-                    if kind == "litrank":  # the rule has no index: its JSONL runs are its time here too
-                        continue
                     command, env = [sys.executable, "-c", RULE, str(library), str(directory / f"{size}.jsonl")], None
                 else:
                     command, env = litrank_command(checkout, directory / f"bytecode-{name}")
