@@ -91,28 +91,28 @@ def _replay(result, records: list[tuple[int, str]], error: Exception | None):
 
 
 def release_free_memory() -> bool:
-    """Hand the memory this process has freed back to the system (glibc's ``malloc_trim``);
-    False where there is no such call (another C library, another system).
+    """Hand the memory this process has freed back to the system (glibc's ``malloc_trim``):
+    True when some was, False when none was or there is no such call (another C library,
+    another system).
 
     Freed memory stays in the allocator's arenas, one per thread that allocated: after a
     collection is indexed, the embedding thread's and the tokenizer's arenas held 130-160 MB
     at 30,000 papers that the scoring after it could not reuse, and the run's peak stood that
     much higher."""
-    import ctypes
-    import ctypes.util
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        _MALLOC_TRIM = False
+        if sys.platform.startswith("linux"):
+            import ctypes
 
-    global _LIBC
-    if _LIBC is None:
-        name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-        try:
-            _LIBC = ctypes.CDLL(name) if name else False
-        except OSError:
-            _LIBC = False
-    trim = getattr(_LIBC, "malloc_trim", None) if _LIBC else None
-    return bool(trim(0)) if trim is not None else False
+            try:  # the process's own symbols, libc's among them (musl has no malloc_trim)
+                _MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", False)
+            except OSError:
+                pass
+    return bool(_MALLOC_TRIM(0)) if _MALLOC_TRIM else False
 
 
-_LIBC = None
+_MALLOC_TRIM = None  # glibc's malloc_trim once looked up; False where there is none
 
 
 def user_cache_root() -> Path:

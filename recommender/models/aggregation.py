@@ -84,11 +84,19 @@ def standardized_chunks(block: np.ndarray, mean: np.ndarray, spread: np.ndarray,
 def _rows_part(block: np.ndarray, rows: np.ndarray | None, columns: np.ndarray | None, start: int,
                stop: int) -> np.ndarray:
     """Rows ``start:stop`` of ``block[rows][:, columns]`` in a new float64 array."""
+    # C order: einsum sums a column as it did over the whole block's float64 copy.
+    return np.array(_rows_of(block, rows, columns, start, stop), dtype=np.float64, order="C")
+
+
+def _rows_of(block: np.ndarray, rows: np.ndarray | None, columns: np.ndarray | None, start: int,
+             stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of ``block[rows][:, columns]``, in the block's own type (a view where
+    no rows or columns are picked)."""
     part = block[start:stop] if rows is None else block[rows[start:stop]]
     if columns is not None and not (len(columns) == block.shape[1]
                                     and np.array_equal(columns, np.arange(block.shape[1]))):
         part = part[:, columns]
-    return np.array(part, dtype=np.float64, order="C")  # C order: einsum sums a column as the old copy did
+    return part
 
 
 def library_spread(spread: np.ndarray) -> np.ndarray:
@@ -166,7 +174,8 @@ def column_mean_and_spread(block: np.ndarray, rows: np.ndarray | None = None,
     total = np.zeros((1, n_columns))
     for start in range(0, count, ROW_CHUNK):
         # The running sum as the first row: one reduction adds the chunk's rows onto it in order.
-        total = np.add.reduce(np.vstack([total, _rows_part(block, rows, columns, start, start + ROW_CHUNK)]),
+        # (vstack widens a float32 chunk in its one copy)
+        total = np.add.reduce(np.vstack([total, _rows_of(block, rows, columns, start, start + ROW_CHUNK)]),
                               axis=0, keepdims=True)
     mean = total[0] / max(count, 1)
     squares = np.zeros(n_columns)

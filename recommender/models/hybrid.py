@@ -235,9 +235,9 @@ class HybridModel(TermExplainer, Estimator):
             dense_raw = feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, None,
                 self.feedback_docs, self.dense_feedback_weight / n_library, top=top)
-            mean, spread = column_scale(dense_raw, pooled=pooled, prior=self.column_prior)
         if dense and self.dense_depth:
             # Standardised and weighted a chunk at a time: a float32 block is never widened whole.
+            mean, spread = column_scale(dense_raw, pooled=pooled, prior=self.column_prior)
             dense_part, _ = chunked_top_mean(standardized_chunks(dense_raw, mean, spread, scales=(dense_weights, trust)),
                                              dense_raw.shape, min(int(self.dense_depth), n_library))
             self.components_ = {"lexical": lexical_part, "dense": dense_part}
