@@ -340,7 +340,7 @@ class HybridModel(TermExplainer, Estimator):
                 mean, spread = column_scale(block, feedback_rows[:n_candidates], self.library_rows_,
                                             pooled=self._pooled, prior=self.column_prior)
                 channels.append(standardized_chunks(block, mean, spread, feedback_rows, self.library_rows_, weights))
-            buffer = np.empty((TOP_K_CHUNK, n_library))
+            buffer = np.empty((min(TOP_K_CHUNK, len(feedback_rows)), n_library))
 
         def chunks():
             for start in range(0, len(feedback_rows), TOP_K_CHUNK):
