@@ -3,6 +3,7 @@
     python -m benchmarks.bench_one_user                          # the four comparisons below
     python -m benchmarks.bench_one_user --before ../litrank-old  # and an earlier checkout beside them
     python -m benchmarks.bench_one_user --write-docs             # the table into docs/benchmarks.md
+    python -m benchmarks.bench_one_user --embedder static --write-docs  # the default install's table there
     python -m benchmarks.bench_one_user --in-process             # in-process, with zotero-arxiv-daily's rule
 
 **The rule** (arxiv-sanity-lite's): TF-IDF of title + abstract with word 1–2-grams and 20,000
@@ -25,7 +26,8 @@ times at 3,000 papers, ``--big-repeats`` at 30,000) and reported as medians:
 
 Every ``litrank rank`` runs ``-n 20 --format jsonl --no-feedback --embedder none`` (embedding
 is ``benchmarks.bench_embeddings``'s subject); ``--embedder static`` runs the default install's
-dense channel instead, index included, and writes ``one_user_static.json``. Peak memory is each process's maximum resident
+dense channel instead, index included, and writes ``one_user_static.json`` (and with
+``--write-docs`` its own table in the docs, between its own markers). Peak memory is each process's maximum resident
 set (``os.wait4``'s ``ru_maxrss``, as ``/usr/bin/time`` reports it): this process stays small
 (the inputs are written by a child) so that a child's figure is its own. Each litrank build
 keeps its compiled modules in a folder of the run (``PYTHONPYCACHEPREFIX``), as an installed

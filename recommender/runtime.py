@@ -1,5 +1,6 @@
 """What a run takes from its surroundings: a second process for work that overlaps this one's,
-the directory every cache lives under, and SciPy imported without what a run never uses. Both
+the directory every cache lives under, SciPy imported without what a run never uses, and freed
+memory handed back to the system (:func:`release_free_memory`). Both
 sides use it: the BibTeX reader and the feature builder run work aside, the HTTP and embedding
 caches live under :func:`user_cache_root`, the CLI imports SciPy through
 :func:`import_scipy_sparse`.
