@@ -1,7 +1,8 @@
-"""What a run takes from its surroundings: a second process for work that overlaps this one's,
-the directory every cache lives under, SciPy imported without what a run never uses, and freed
-memory handed back to the system (:func:`release_free_memory`). Both
-sides use it: the BibTeX reader and the feature builder run work aside, the HTTP and embedding
+"""What a run takes from its surroundings: the cores it may use (:func:`usable_cores`), a second
+process for work that overlaps this one's, the directory every cache lives under, SciPy imported
+without what a run never uses, and freed memory handed back to the system
+(:func:`release_free_memory`). Both sides use it: the BibTeX reader and the feature builder run
+work aside, the static embedder chooses how to tokenise by the cores, the HTTP and embedding
 caches live under :func:`user_cache_root`, the CLI imports SciPy through
 :func:`import_scipy_sparse`.
 
@@ -30,12 +31,17 @@ from typing import Callable
 _NUMPY_EXTRAS_UNUSED = frozenset({"f2py", "testing", "ma", "polynomial", "ctypeslib", "rec", "char", "strings", "test"})
 
 
+def usable_cores() -> int:
+    """How many cores this process may use (its affinity mask, where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity masks on this platform
+        return os.cpu_count() or 1
+
+
 def spare_core() -> bool:
     """Whether this process may use a second core."""
-    try:
-        return len(os.sched_getaffinity(0)) > 1
-    except AttributeError:  # no affinity masks on this platform
-        return (os.cpu_count() or 1) > 1
+    return usable_cores() > 1
 
 
 def run_aside(function: Callable, *args, aside: bool = True) -> Callable[[], object]:

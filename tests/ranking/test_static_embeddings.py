@@ -224,6 +224,11 @@ PLAIN_EDGES = ["foo\x0cbar baz", "naïve Café résumé", "数据 mining", "tab\
                "ctrl\x01char", "\x7fdel", "", "UPPER lower MiXeD 3.5% (x_1)", "İstanbul", "zero\u200bwidth",
                "soft\u00adhyphen", "non\u00a0breaking", "“Quoted” — dash – ‘single’ … 3×3 αβγ ΣΩ ς", "x ≠ y",
                "ά accented Greek"]
+# ASCII texts go word by word: punctuation runs, numbers, identifiers, a word over WordPiece's
+# 100 characters ([UNK]), and a text longer than the 512 tokens kept (cut at the same token).
+ASCII_EDGES = ["a--b...c!!(x_1)[y^2]{z}", "3.5e-4 vs. 1,000,000; p<0.05 & q>=1", "CamelCase GPT-4o x86_64 C++ C#",
+               "'quoted' \"double\" `back` ~tilde~ @at #hash $dollar %pct", "word" * 30 + " short",
+               " ".join(["transformers (attention), 12-layer BERT-base; fine-tuning!"] * 120), "   \t\n ", "."]
 
 
 def test_plain_texts_take_the_lower_casing_tokenizer_and_get_the_same_ids(embedder):
@@ -240,7 +245,7 @@ def test_plain_texts_take_the_lower_casing_tokenizer_and_get_the_same_ids(embedd
     tokenizer, _ = embedder._load()
     plain = embedder._plain_tokenizer
     assert plain is not None and type(plain.normalizer).__name__ == "Lowercase"
-    texts = [paper.text for paper in connectors.load(defaults.bundled_collection())] + PLAIN_EDGES
+    texts = [paper.text for paper in connectors.load(defaults.bundled_collection())] + PLAIN_EDGES + ASCII_EDGES
     if CONFERENCES.is_dir():
         import gzip
 
@@ -258,3 +263,42 @@ def test_plain_texts_take_the_lower_casing_tokenizer_and_get_the_same_ids(embedd
     assert token_ids(plain, ["naïve Café", "foo\x0cbar"]) != token_ids(tokenizer, ["naïve Café", "foo\x0cbar"])
     mixed = texts[:20] + PLAIN_EDGES  # plain and other texts interleaved: each row back in its place
     np.testing.assert_array_equal(embedder.embed(mixed), np.vstack([embedder.embed([text]) for text in mixed]))
+
+
+def test_ascii_texts_are_tokenised_word_by_word_to_the_same_ids(embedder, monkeypatch):
+    """ASCII texts are split into BERT's pre-tokens here and each distinct word tokenised once
+    (a quarter of the tokenizer's processor time): the ids are the tokenizer's, truncation at
+    512 tokens included; a cache handed in keeps the words for the next call; machines of many
+    cores and tokenizers that do not split as BERT does keep the tokenizer's own way."""
+    import connectors
+    from recommender import defaults
+    from recommender.models import static_embeddings
+    from recommender.models.static_embeddings import ascii_token_ids, splits_like_bert, token_ids
+
+    tokenizer, _ = embedder._load()
+    plain = embedder._plain_tokenizer
+    texts = [paper.text for paper in connectors.load(defaults.bundled_collection()) if paper.text.isascii()]
+    texts += ASCII_EDGES
+    assert splits_like_bert(plain) and plain.truncation["max_length"] == 512
+    cache: dict = {}
+    found = ascii_token_ids(plain, texts, cache)
+    assert found == token_ids(tokenizer, texts)
+    assert len(found[len(texts) - 3]) == 512 and found[-2:] == [[], [tokenizer.token_to_id(".")]]
+    assert cache["transformers"] == tokenizer.encode("transformers", add_special_tokens=False).ids
+    assert cache["word" * 30] == [tokenizer.token_to_id("[UNK]")]
+    assert token_ids(tokenizer, texts, plain, cache) == found and len(cache) == len(set(cache))
+    for cores, word_by_word in ((2, True), (static_embeddings.WORD_BY_WORD_MAX_CORES + 1, False)):
+        monkeypatch.setattr(static_embeddings, "usable_cores", lambda: cores)
+        fresh: dict = {}
+        assert token_ids(tokenizer, texts, plain, fresh) == found and bool(fresh) is word_by_word
+    # The same words again from a cache that holds them: the tokenizer is not asked.
+    class Refusing:
+        truncation = plain.truncation
+
+        def encode(self, *args, **kwargs):
+            raise AssertionError("a cached word was tokenised again")
+    assert ascii_token_ids(Refusing(), texts[:5], cache) == found[:5]
+    unsplit = embedder._plain_tokenizer.__class__.from_str(plain.to_str())
+    from tokenizers import pre_tokenizers
+    unsplit.pre_tokenizer = pre_tokenizers.Whitespace()
+    assert not splits_like_bert(unsplit)
