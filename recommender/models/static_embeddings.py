@@ -33,7 +33,7 @@ _BATCH = 1024  # texts per tokenizer call and per sparse product
 # ASCII texts go word by word (:func:`ascii_token_ids`) on machines of at most this many cores.
 # It takes a quarter of the tokenizer's processor time (26,060 abstracts: 1.1 s against 4.1-4.4 s)
 # but one core and the interpreter lock, which the collection's word counting needs meanwhile:
-# on two cores 30,000 papers rank 1.0-1.5 s sooner; with many cores the tokenizer's own threads
+# on two cores 30,000 papers rank 0.9-1.5 s sooner; with many cores the tokenizer's own threads
 # finish behind that counting and leave it the lock.
 WORD_BY_WORD_MAX_CORES = 4
 # Loaded tables by folder: a process loads each once (tokenizer, float32 table, plain-text tokenizer or None).
@@ -109,7 +109,7 @@ def ascii_token_ids(plain_tokenizer, texts: Sequence[str], word_cache: dict | No
     the whole tokenizer, whose pre-tokeniser would split it again, so the split here must only
     never cut inside one of BERT's pre-tokens. A word is tokenised once a call (``word_cache``:
     word -> ids, for longer), not once a text: 30,000 abstracts hold about 50,000 distinct words
-    among 5 million; 1.3 s against 2.3 s for the tokenizer's own two threads.
+    among 5 million; 1.1-1.3 s of one core against 2.2-2.6 s of the tokenizer's own two threads.
     """
     truncation = plain_tokenizer.truncation
     limit = truncation["max_length"] if truncation else None
