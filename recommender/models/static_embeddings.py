@@ -34,7 +34,8 @@ _BATCH = 1024  # texts per tokenizer call and per sparse product
 # It takes a quarter of the tokenizer's processor time (26,060 abstracts: 1.1 s against 4.1-4.4 s)
 # but one core and the interpreter lock, which the collection's word counting needs meanwhile:
 # on two cores 30,000 papers rank 0.9-1.5 s sooner; with many cores the tokenizer's own threads
-# finish behind that counting and leave it the lock.
+# would finish behind that counting and leave it the lock (reasoned, not measured: the
+# benchmark machine has two cores).
 WORD_BY_WORD_MAX_CORES = 4
 # Loaded tables by folder: a process loads each once (tokenizer, float32 table, plain-text tokenizer or None).
 _LOADED: dict[str, tuple[object, np.ndarray, object]] = {}
