@@ -340,11 +340,11 @@ class ColumnNames:
     """The names of a run's word (or char) columns: the index's vocabulary, then the library's
     own terms (the ``get_feature_names_out`` of a vectoriser)."""
 
-    def __init__(self, index_terms: list[str], library_terms: list[str]):
+    def __init__(self, index_terms: Sequence[str], library_terms: list[str]):
         self._terms = (index_terms, library_terms)
 
     def get_feature_names_out(self) -> np.ndarray:
-        return np.asarray(self._terms[0] + self._terms[1], dtype=object)
+        return np.asarray(list(self._terms[0]) + list(self._terms[1]), dtype=object)
 
 
 def lsa_fits(n_rows: int, n_terms: int, n_components: int) -> bool:

@@ -18,6 +18,7 @@ from recommender.features.index_features import (
     idf_of,
     tfidf_rows,
 )
+from recommender.features.term_list import TermList
 
 
 class LibraryWeighting:
@@ -73,6 +74,8 @@ class LibraryWeighting:
         index's 250,000 (a 500-paper library against a 3,000-paper index: about 30 ms, not 60).
         A process that ranks more libraries against the index (``litrank affinity``) makes
         that dict once and looks each library's terms up in it (12 ms for 500 papers)."""
+        if isinstance(self.word_terms, TermList):  # read from a file: positions compared, not strings
+            return self.word_terms.columns(words)
         lookups = vars(self).get("_word_lookups", 0)
         self._word_lookups = lookups + 1
         if lookups > 0:

@@ -38,8 +38,13 @@ def index_file(tmp_path) -> Path:
 
 
 def _rewrite(source: Path, target: Path, replace: dict[str, bytes]) -> Path:
-    """A copy of the zip ``source`` with some members' bytes replaced."""
+    """A copy of the zip ``source`` with some members' bytes replaced (each member named, or for
+    an array ``array:NAME``, wherever the file keeps it)."""
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        manifest = json.loads(old.read("manifest.json"))
+        replace = {litrank_index.array_member(manifest, name[len("array:"):]) if name.startswith("array:") else name:
+                   data for name, data in replace.items()}
+        assert set(replace) <= set(old.namelist())
         for name in old.namelist():
             new.writestr(name, replace.get(name, old.read(name)))
     return target
@@ -100,7 +105,7 @@ def test_an_index_stores_the_lsa_basis_not_the_components(tmp_path):
     write_index(built, path)
     with zipfile.ZipFile(path) as archive:
         manifest = json.loads(archive.read("manifest.json"))
-        basis = np.load(io.BytesIO(archive.read("arrays/lsa_basis.npy")))
+    basis = litrank_index.read_parts(path)[1]["lsa_basis"]
     assert manifest["format_version"] == litrank_index.FORMAT_VERSION and "lsa_components" not in manifest["arrays"]
     assert basis.shape == (68, 8)  # a row per paper, not a column per term (5,000+ here)
     loaded = read_index(path)
@@ -148,7 +153,7 @@ def test_an_index_of_format_1_is_read_with_its_own_components(tmp_path):
                 manifest["format_version"] = 1
                 manifest["arrays"] = sorted(set(manifest["arrays"]) - {"lsa_basis"} | {"lsa_components"})
                 target.writestr(name, json.dumps(manifest))
-            elif name != "arrays/lsa_basis.npy":
+            elif name != litrank_index.array_member(manifest, "lsa_basis"):
                 target.writestr(name, source.read(name))
         target.writestr("arrays/lsa_components.npy", buffer.getvalue())
     loaded = read_index(old)
@@ -258,11 +263,11 @@ def test_foreign_and_corrupt_files_are_refused(tmp_path, index_file):
     truncated = tmp_path / "truncated.litrank"
     truncated.write_bytes(index_file.read_bytes()[: index_file.stat().st_size // 2])
     _refused(truncated, "not a litrank index")
-    garbage = _rewrite(index_file, tmp_path / "garbage.litrank", {"arrays/word_counts.counts.npy": b"\x93NUMPY garbage"})
+    garbage = _rewrite(index_file, tmp_path / "garbage.litrank", {"array:word_counts.counts": b"\x93NUMPY garbage"})
     _refused(garbage, "damaged litrank index")
     buffer = io.BytesIO()
     np.save(buffer, np.ones(3, dtype=np.uint8))  # row lengths for 3 papers of 14
-    short = _rewrite(index_file, tmp_path / "short.litrank", {"arrays/word_counts.row_lengths.npy": buffer.getvalue()})
+    short = _rewrite(index_file, tmp_path / "short.litrank", {"array:word_counts.row_lengths": buffer.getvalue()})
     _refused(short, "inconsistent")
 
 
@@ -278,7 +283,7 @@ def test_pickles_in_an_index_never_run(tmp_path, index_file):
     marker = tmp_path / "pickle-ran"
     buffer = io.BytesIO()
     np.save(buffer, np.array([_CreatesAFileWhenUnpickled(marker)], dtype=object), allow_pickle=True)
-    evil = _rewrite(index_file, tmp_path / "evil.litrank", {"arrays/word_counts.counts.npy": buffer.getvalue()})
+    evil = _rewrite(index_file, tmp_path / "evil.litrank", {"array:word_counts.counts": buffer.getvalue()})
     _refused(evil, "damaged litrank index")
     assert not marker.exists()
     with zipfile.ZipFile(index_file) as archive:
@@ -362,7 +367,7 @@ def test_arrays_are_deflated_and_stored_files_still_read(index_file, tmp_path):
     with zipfile.ZipFile(index_file) as archive:
         methods = {info.filename: info.compress_type for info in archive.infolist()}
     # Small integers and column gaps (format 3) shrink by half deflated, and inflate in milliseconds.
-    assert {methods[name] for name in methods if name.startswith("arrays/")} == {zipfile.ZIP_DEFLATED}
+    assert {methods[name] for name in methods if name.startswith(("arrays/", "planes/"))} == {zipfile.ZIP_DEFLATED}
     assert methods["papers.json"] == zipfile.ZIP_DEFLATED
     stored = tmp_path / "stored.litrank"  # as format 2 wrote its arrays
     with zipfile.ZipFile(index_file) as old, zipfile.ZipFile(stored, "w", zipfile.ZIP_STORED) as new:
@@ -392,3 +397,8 @@ def test_identity_keys_are_stored_in_the_index_and_checked(tmp_path, index_file)
     path = _rewrite(index_file, tmp_path / "short.litrank", {"metadata.json": json.dumps(changed).encode()})
     with pytest.raises(connectors.SourceError, match="identity keys do not match its papers"):
         read_index(path)
+    for wrong in ("doi:10.0/a-string", [7], None):  # a paper's keys not a list of strings
+        changed["identity_keys"]["keys"] = [wrong] + stored[1:]
+        path = _rewrite(index_file, tmp_path / "wrong.litrank", {"metadata.json": json.dumps(changed).encode()})
+        with pytest.raises(connectors.SourceError, match="identity keys do not match its papers"):
+            read_index(path)

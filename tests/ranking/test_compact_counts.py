@@ -1,5 +1,5 @@
-"""Index format 3: count matrices stored as small integers and column gaps, IDFs made again on
-reading; format-2 files still read; damaged count arrays refused."""
+"""Index format 3 and after: count matrices stored as small integers and column gaps, IDFs made
+again on reading; format-2 files still read; damaged count arrays refused."""
 from __future__ import annotations
 
 import io
@@ -17,6 +17,7 @@ from connectors.files import litrank_index
 from recommender.cli import main
 from recommender.features.collection_index import CollectionIndexBuilder
 from recommender.features.compact_counts import decode_counts, encode_counts
+from recommender.features.term_list import TermList
 from recommender.ranking import read_index, write_index
 from tests.conftest import DATA, EXAMPLE_LIBRARY
 
@@ -30,9 +31,14 @@ def built():
 
 
 def _arrays(path: Path) -> dict[str, np.ndarray]:
+    """The numeric arrays a file stores, by name, as the container gives them back."""
+    return litrank_index.read_parts(path)[1]
+
+
+def _member(path: Path, name: str) -> str:
+    """The archive member holding array ``name`` (``planes/`` for wide numbers since format 5)."""
     with zipfile.ZipFile(path) as archive:
-        return {name[len("arrays/"):-len(".npy")]: np.load(io.BytesIO(archive.read(name)), allow_pickle=False)
-                for name in archive.namelist() if name.startswith("arrays/")}
+        return litrank_index.array_member(json.loads(archive.read("manifest.json")), name)
 
 
 def test_counts_round_trip_bit_for_bit(built):
@@ -157,14 +163,16 @@ def test_an_index_file_stores_compact_counts_and_no_idf(tmp_path, built):
     with zipfile.ZipFile(path) as archive:
         manifest = json.loads(archive.read("manifest.json"))
         metadata = json.loads(archive.read("metadata.json"))
-        kinds = {info.compress_type for info in archive.infolist() if info.filename.startswith("arrays/")}
-    assert manifest["format_version"] == litrank_index.FORMAT_VERSION == 4 and kinds == {zipfile.ZIP_DEFLATED}
+        kinds = {info.compress_type for info in archive.infolist()}
+    assert manifest["format_version"] == litrank_index.FORMAT_VERSION == 5 and kinds == {zipfile.ZIP_DEFLATED}
     stored = _arrays(path)
     assert not {"word_idf", "char_idf", "title_idf"} & set(stored)
     assert not any(name.endswith((".data", ".indices", ".indptr")) for name in stored)
-    assert isinstance(metadata["word_terms"], str)
+    # The word vocabulary as its distinct words and each term's positions among them (format 5).
+    assert "word_terms" not in metadata and isinstance(metadata["word_words"], str)
+    assert {"word_terms.first_gaps", "word_terms.second"} <= set(stored)
     loaded = read_index(path)
-    assert loaded.word_terms == built.word_terms
+    assert isinstance(loaded.word_terms, TermList) and loaded.word_terms == built.word_terms
     for name in MATRICES:
         assert (getattr(loaded, name) != getattr(built, name)).nnz == 0
     for idf in ("word_idf", "char_idf", "title_idf"):
@@ -176,6 +184,7 @@ def _as_format_2(built, path: Path) -> Path:
     the word vocabulary as a list."""
     metadata, arrays = built.to_parts()
     metadata["word_terms"] = list(built.word_terms)
+    del metadata["word_words"], arrays["word_terms.first_gaps"], arrays["word_terms.second"]
     for name in MATRICES:
         for part in ("counts", "gaps", "row_lengths", "shape"):
             arrays.pop(f"{name}.{part}")
@@ -188,7 +197,13 @@ def _as_format_2(built, path: Path) -> Path:
         members = {name: source.read(name) for name in source.namelist()}
     manifest = json.loads(members["manifest.json"])
     manifest["format_version"] = 2
+    for name in manifest.pop("byte_planes"):  # every array as it is, under arrays/
+        buffer = io.BytesIO()
+        np.save(buffer, arrays[name])
+        del members[f"planes/{name}.npy"]
+        members[f"arrays/{name}.npy"] = buffer.getvalue()
     members["manifest.json"] = json.dumps(manifest).encode()
+    assert not any(name.startswith("planes/") for name in members)
     with zipfile.ZipFile(path, "w") as target:
         for name, data in members.items():
             target.writestr(name, data, compress_type=zipfile.ZIP_STORED)
@@ -215,12 +230,13 @@ def test_an_index_with_damaged_counts_is_refused_in_one_line(tmp_path, built):
     write_index(built, path)
     gaps = _arrays(path)["char_counts.gaps"].copy()
     gaps[5] = 0  # two entries in one column of a row
+    member = _member(path, "char_counts.gaps")
     buffer = io.BytesIO()
-    np.save(buffer, gaps)
+    np.save(buffer, litrank_index._byte_planes(gaps)[0] if member.startswith("planes/") else gaps)
     damaged = tmp_path / "damaged.litrank"
     with zipfile.ZipFile(path) as source, zipfile.ZipFile(damaged, "w") as target:
         for name in source.namelist():
-            target.writestr(name, buffer.getvalue() if name == "arrays/char_counts.gaps.npy" else source.read(name))
+            target.writestr(name, buffer.getvalue() if name == member else source.read(name))
     result = CliRunner().invoke(main, ["rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(damaged), "-n", "3"])
     assert result.exit_code == 2
     message = result.stderr.strip()
@@ -232,7 +248,7 @@ def test_a_member_damaged_inside_is_refused_in_one_line(tmp_path, built):
     path = tmp_path / "x.litrank"
     write_index(built, path)
     with zipfile.ZipFile(path) as archive:
-        info = archive.getinfo("arrays/char_counts.gaps.npy")
+        info = archive.getinfo(_member(path, "char_counts.gaps"))
     data = bytearray(path.read_bytes())
     name_length, extra_length = int.from_bytes(data[info.header_offset + 26: info.header_offset + 28], "little"), \
         int.from_bytes(data[info.header_offset + 28: info.header_offset + 30], "little")
@@ -248,13 +264,14 @@ def test_a_member_damaged_inside_is_refused_in_one_line(tmp_path, built):
     assert path.read_bytes() != bytes(data)  # (the original is untouched)
 
 
-def test_a_manifest_without_a_list_of_arrays_is_refused_in_one_line(tmp_path, built):
+def _ranked_with_manifest(tmp_path, built, change) -> str:
+    """The one-line error of ranking against ``built``'s file with its manifest changed by ``change``."""
     path = tmp_path / "x.litrank"
     write_index(built, path)
     with zipfile.ZipFile(path) as source:
         members = {name: source.read(name) for name in source.namelist()}
     manifest = json.loads(members["manifest.json"])
-    manifest["arrays"] = "word_counts.counts"
+    change(manifest)
     members["manifest.json"] = json.dumps(manifest).encode()
     damaged = tmp_path / "damaged.litrank"
     with zipfile.ZipFile(damaged, "w") as target:
@@ -263,4 +280,104 @@ def test_a_manifest_without_a_list_of_arrays_is_refused_in_one_line(tmp_path, bu
     result = CliRunner().invoke(main, ["rank", "-l", str(EXAMPLE_LIBRARY), "-c", str(damaged), "-n", "3"])
     assert result.exit_code == 2
     message = result.stderr.strip()
-    assert len(message.splitlines()) == 1 and "damaged litrank index" in message and "arrays" in message
+    assert len(message.splitlines()) == 1 and "damaged litrank index" in message
+    return message
+
+
+def test_a_manifest_without_a_list_of_arrays_is_refused_in_one_line(tmp_path, built):
+    assert "arrays" in _ranked_with_manifest(tmp_path, built, lambda manifest: manifest.update(arrays="word_counts.counts"))
+
+
+# Format 5: the word vocabulary as words and positions, arrays of wide numbers as byte planes.
+
+ODD_TERMS = ["graph neural networks", "", "graph  neural", " graph", "graph ", "graph\nneural", "zyxomorphic",
+             "graph zyxomorphic", "zyxomorphic graph", "Graph"]
+
+
+def test_a_term_list_is_its_terms(built):
+    terms = list(built.word_terms)
+    stored = TermList.from_terms(terms)
+    assert stored == terms and stored.terms() == terms and len(stored) == len(terms)
+    assert len(stored.words) < len(terms) and all(" " not in word for word in stored.words)
+    lazy = TermList(stored.words, stored.first, stored.second)  # as read: nothing joined yet
+    assert [lazy[i] for i in (0, 1, len(terms) // 2, -1)] == [terms[i] for i in (0, 1, len(terms) // 2, -1)]
+    assert lazy[3:9] == terms[3:9] and list(lazy) == terms
+    np.testing.assert_array_equal(stored.unigram_columns(), [i for i, term in enumerate(terms) if " " not in term])
+    assert TermList.from_terms(["a b c"]) is None and TermList.from_terms([""]) is None
+    assert TermList.from_terms(["a  b"]) is None and TermList.from_terms(["a\nb"]) is None
+    with pytest.raises(ValueError, match="does not hold"):
+        TermList(["a"], np.array([0, 1]), np.array([0, 0]))
+    with pytest.raises(ValueError, match="integers"):
+        TermList(["a"], np.array([0.0]), np.array([0]))
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_a_term_list_finds_a_librarys_terms_as_a_list_would(built, shuffled):
+    from recommender.features.index_features import count_words
+
+    terms = list(built.word_terms)
+    if shuffled:  # column order need not be alphabetical: then a sorted copy of the numbers is searched
+        terms = [terms[i] for i in np.random.default_rng(0).permutation(len(terms))]
+    stored = TermList.from_terms(terms)
+    # Terms the collection holds (the example library is part of it) and many it does not.
+    library = connectors.load(DATA / "unrelated-library.jsonl") + connectors.load(EXAMPLE_LIBRARY)[:3]
+    _, library_terms = count_words([paper.title + " " + paper.abstract for paper in library], n_papers=1)
+    asked = list(library_terms) + [term for term in ODD_TERMS if term not in set(library_terms)]
+    column = {term: i for i, term in enumerate(terms)}
+    expected = [column.get(term, -1) for term in asked]
+    assert stored.columns(asked).tolist() == expected
+    assert sum(found >= 0 for found in expected) > 100 and expected.count(-1) > 100  # both kinds asked
+    assert stored.columns([]).tolist() == []
+
+
+def test_a_read_index_weights_a_library_as_the_built_one(tmp_path, built):
+    path = tmp_path / "x.litrank"
+    write_index(built, path)
+    loaded = read_index(path)
+    library = connectors.load(EXAMPLE_LIBRARY)
+    texts = [paper.title + " " + paper.abstract for paper in library]
+    for index in (built, loaded):  # the second lookup of a process goes another way: both checked
+        assert index._word_columns(["graph neural"]).shape == (1,)
+    rows, names, _ = built.library_tfidf("word", texts)
+    read_rows, read_names, _ = loaded.library_tfidf("word", texts)
+    assert (rows != read_rows).nnz == 0
+    assert list(names.get_feature_names_out()) == list(read_names.get_feature_names_out())
+
+
+@pytest.mark.parametrize("array", [
+    np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6),
+    np.arange(70_000, dtype=np.uint16) % 9_000,
+    np.array([-5, 0, 2**31 - 1], dtype=np.int32),
+    np.array([[1e-300, np.inf]], dtype=np.float64),
+    np.zeros((0, 256), dtype=np.float32),
+    np.array([3, 1], dtype=">i4"),  # big-endian numbers come back as the same numbers
+])
+def test_byte_planes_give_the_array_back(array):
+    planes, dtype, shape = litrank_index._byte_planes(array)
+    assert planes.dtype == np.uint8 and planes.shape == (array.dtype.itemsize, array.size)
+    again = litrank_index._from_byte_planes(planes, {"dtype": dtype, "shape": shape})
+    np.testing.assert_array_equal(again, array)
+    assert again.shape == array.shape and again.dtype.kind == array.dtype.kind
+
+
+def test_byte_planes_deflate_smaller_than_the_numbers(tmp_path, built):
+    import zlib
+
+    for name, array in built.to_parts()[1].items():
+        if array.dtype.itemsize > 1 and array.size > 1_000:
+            planes = litrank_index._byte_planes(array)[0]
+            assert len(zlib.compress(planes.tobytes(), 6)) < len(zlib.compress(array.tobytes(), 6)), name
+
+
+@pytest.mark.parametrize("spec, words", [
+    ({"dtype": "|O", "shape": [3]}, "not of numbers"),
+    ({"dtype": "<f4", "shape": [5]}, "do not hold"),
+    ({"dtype": "<f4"}, "described wrongly"),
+    ("<f4", "described wrongly"),
+])
+def test_damaged_byte_planes_are_refused_in_one_line(tmp_path, built, spec, words):
+    def damage(manifest):
+        manifest["byte_planes"][next(name for name in manifest["byte_planes"] if name.endswith(".gaps"))] = spec
+
+    assert words in _ranked_with_manifest(tmp_path, built, damage)
+    assert "planes" in _ranked_with_manifest(tmp_path, built, lambda manifest: manifest.update(byte_planes=["x"]))
