@@ -82,7 +82,8 @@ def _narrowest(values: np.ndarray) -> np.ndarray:
     a term list's positions in one or two bytes each, not four, are a third of the bytes to inflate."""
     if len(values) == 0 or values.min() < 0:
         return values.astype(np.int32)
-    return values.astype(next(dtype for dtype in (np.uint8, np.uint16, np.uint32) if values.max() <= np.iinfo(dtype).max))
+    largest = values.max()
+    return values.astype(next(dtype for dtype in (np.uint8, np.uint16, np.uint32) if largest <= np.iinfo(dtype).max))
 
 
 def _stored_term_list(words: str, arrays: Mapping[str, np.ndarray]) -> TermList:
@@ -168,7 +169,8 @@ class CollectionIndex(LibraryWeighting):
         numeric arrays (sparse matrices as ``NAME.data/.indices/.indptr/.shape``), for a file."""
         metadata = {"layout": self.layout, "embedder_id": self.embedder_id, "n_papers": self.n_papers}
         metadata.update((name, getattr(self, name)) for name in self._LISTS)
-        terms = self.word_terms if isinstance(self.word_terms, TermList) else TermList.from_terms(self.word_terms)
+        terms = self.word_terms.compacted() if isinstance(self.word_terms, TermList) else \
+            TermList.from_terms(self.word_terms)
         if terms is not None:  # the distinct words once, each term as positions among them (format 5)
             del metadata["word_terms"]
             metadata["word_words"] = "\n".join(terms.words)
@@ -228,7 +230,8 @@ class CollectionIndex(LibraryWeighting):
         for idf, counts in cls._IDF_OF_COUNTS:
             if idf not in fields and fields.get(counts) is not None:
                 fields[idf] = smooth_idf(fields[counts])
-        if not isinstance(fields["word_terms"], (list, TermList)) or "word_counts" not in fields or "word_idf" not in fields:
+        if not isinstance(fields["word_terms"], (list, TermList)) or "word_counts" not in fields \
+                or "word_idf" not in fields:
             raise ValueError("the index is inconsistent: it holds no word vocabulary")
         for terms, matrix, idf in (("word_terms", "word_counts", "word_idf"), ("char_terms", "char_counts", "char_idf"),
                                    ("title_terms", "title_counts", "title_idf")):
@@ -472,7 +475,7 @@ class CollectionIndexBuilder(Estimator):
             embedded = embedding.submit(self.embedder.embed, texts)
             embedding.shutdown(wait=False)
         try:
-            word_counts, word_terms = count_words(texts, n_papers=len(texts))
+            word_counts, word_terms = count_words(texts, n_papers=len(texts), term_list=True)
         except ValueError as exc:
             raise ValueError(f"cannot build a vocabulary from the collection's texts ({exc})") from None
         word_idf = smooth_idf(word_counts)

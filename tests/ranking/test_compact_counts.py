@@ -285,7 +285,8 @@ def _ranked_with_manifest(tmp_path, built, change) -> str:
 
 
 def test_a_manifest_without_a_list_of_arrays_is_refused_in_one_line(tmp_path, built):
-    assert "arrays" in _ranked_with_manifest(tmp_path, built, lambda manifest: manifest.update(arrays="word_counts.counts"))
+    message = _ranked_with_manifest(tmp_path, built, lambda manifest: manifest.update(arrays="word_counts.counts"))
+    assert "arrays" in message
 
 
 # Format 5: the word vocabulary as words and positions, arrays of wide numbers as byte planes.
@@ -381,3 +382,20 @@ def test_damaged_byte_planes_are_refused_in_one_line(tmp_path, built, spec, word
 
     assert words in _ranked_with_manifest(tmp_path, built, damage)
     assert "planes" in _ranked_with_manifest(tmp_path, built, lambda manifest: manifest.update(byte_planes=["x"]))
+
+
+@pytest.mark.parametrize("n_papers", [1, 10_000])  # every term; then those of two papers or more, in 90% at most
+def test_counted_words_as_a_term_list_are_the_counted_strings(n_papers):
+    from recommender.features.index_features import count_words
+
+    papers = connectors.load(COLLECTION) + connectors.load(EXAMPLE_LIBRARY)
+    texts = [paper.title + " " + paper.abstract for paper in papers]
+    counts, terms = count_words(texts, n_papers)
+    listed_counts, listed = count_words(texts, n_papers, term_list=True)
+    assert isinstance(listed, TermList) and listed == terms and listed.terms() == terms
+    assert (counts != listed_counts).nnz == 0
+    # Only the words its terms use (a pruned vocabulary leaves some out), in order.
+    used = {word for term in terms for word in term.split(" ")}
+    assert listed.words == sorted(used)
+    whole = TermList.from_terms(terms)
+    assert whole.words == listed.words and whole == listed and whole.compacted() is whole

@@ -1,6 +1,8 @@
 """The one-user path's faster computations give the numbers of the plain ones they replace."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy import sparse
@@ -11,6 +13,7 @@ from recommender.features.char_grams import count_char_grams
 from recommender.features.collection_index import CollectionIndexBuilder
 from recommender.features.index_features import CountedTfidf, document_frequency_limits, tfidf_norms, tfidf_rows
 from recommender.features.sparse_products import SideBySide, _split, dense_product, head_product
+from recommender.features.term_list import TermList
 from recommender.features.word_grams import count_word_grams
 from recommender.models.aggregation import column_top_k, standardize_columns, top_mean
 from recommender.models.hybrid import HybridModel
@@ -201,11 +204,16 @@ def test_library_word_counts_equal_a_vectoriser_fitted_on_the_library():
                                                         [column_of[terms[c]] for c in reference.col[kept]])),
                                 shape=counts.shape)
     assert counts.dtype == np.float32 and counts.has_sorted_indices and (counts != rebuilt).nnz == 0
-    # The first library is looked up the other way round (the index's terms among its own),
-    # the next ones in the index's vocabulary: the same counts either way.
     again, extra_again = index._library_counts("word", texts)
-    assert index._word_lookups == 2 and extra_again == extra and (again != counts).nnz == 0
+    assert extra_again == extra and (again != counts).nnz == 0
     np.testing.assert_array_equal(again.indices, counts.indices)
+    # A vocabulary of strings (a partitioned index's): the first library is looked up the other
+    # way round (the index's terms among its own), the next ones in the index's vocabulary.
+    assert isinstance(index.word_terms, TermList)
+    listed = dataclasses.replace(index, word_terms=list(index.word_terms))
+    for lookups in (1, 2):
+        by_strings, extra_by_strings = listed._library_counts("word", texts)
+        assert listed._word_lookups == lookups and extra_by_strings == extra and (by_strings != counts).nnz == 0
     none, no_terms = index._library_counts("word", ["the of and", ""])
     assert none.shape == (2, len(index.word_terms)) and none.nnz == 0 and no_terms == []
 
