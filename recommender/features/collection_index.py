@@ -107,7 +107,7 @@ class CollectionIndex(LibraryWeighting):
     """
 
     papers: list[Paper]
-    word_terms: list[str] | TermList  # a TermList when read from a file: see term_list
+    word_terms: list[str] | TermList  # a TermList when counted or read from format 5: see term_list
     word_idf: np.ndarray
     word_counts: sparse.csr_matrix
     char_terms: list[str] | None = None

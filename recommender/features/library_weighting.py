@@ -69,12 +69,15 @@ class LibraryWeighting:
     def _word_columns(self, words: list[str]) -> np.ndarray:
         """The index's column of each of a library's word terms, -1 for those it does not hold.
 
-        The first library is looked up the other way round, the index's terms among its own:
-        a dict of a library's terms (50,000 for 500 papers) is made faster than one of the
-        index's 250,000 (a 500-paper library against a 3,000-paper index: about 30 ms, not 60).
+        An index's own vocabulary (a :class:`~recommender.features.term_list.TermList`) finds
+        them by their words' positions. In a vocabulary of strings (the partitioned index's, or
+        one read from a file of format 1-4) the first library is looked up the other way round,
+        the index's terms among its own: a dict of a library's terms (50,000 for 500 papers) is
+        made faster than one of the index's 250,000 (a 500-paper library against a 3,000-paper
+        index: about 30 ms, not 60).
         A process that ranks more libraries against the index (``litrank affinity``) makes
         that dict once and looks each library's terms up in it (12 ms for 500 papers)."""
-        if isinstance(self.word_terms, TermList):  # read from a file: positions compared, not strings
+        if isinstance(self.word_terms, TermList):
             return self.word_terms.columns(words)
         lookups = vars(self).get("_word_lookups", 0)
         self._word_lookups = lookups + 1
