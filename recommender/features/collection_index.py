@@ -53,7 +53,7 @@ from recommender.features.index_features import (
 )
 from recommender.features.library_weighting import LibraryWeighting
 from recommender.features.representations import Representations
-from recommender.features.sparse_products import StackedRows, head_product
+from recommender.features.sparse_products import StackedDense, StackedRows, head_product
 from recommender.features.term_list import TermList
 from recommender.features.word_counts import count_in_vocabulary
 from recommender.paper import IDENTITY_RULE, Paper
@@ -398,7 +398,7 @@ class CollectionIndex(LibraryWeighting):
             rep.vectors["title"] = sparse.vstack([library_title, self.title_rows], format="csr")
         if embedder is not None:
             library_dense = np.asarray(embedder.embed(texts), dtype=np.float32).reshape(n_library, -1)
-            rep.vectors["embedding"] = np.vstack([library_dense, self.embeddings])
+            rep.vectors["embedding"] = StackedDense(library_dense, self.embeddings)
             rep.embedder_id = self.embedder_id
 
         def bm25():

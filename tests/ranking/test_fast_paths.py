@@ -343,6 +343,49 @@ def test_stacked_rows_are_the_stacked_matrix_bit_for_bit():
         StackedRows(sparse.csr_matrix((1, 3)), sparse.csr_matrix((1, 4)))
 
 
+def test_stacked_embeddings_are_the_stacked_array_bit_for_bit():
+    """A library's embeddings above the index's, never copied whole: every way the ranking and
+    the report take them gives ``np.vstack``'s rows (new arrays: the index's own rows are never
+    written), and the products made of them are its products to the last bit."""
+    from recommender.features.sparse_products import StackedDense
+    from recommender.models.static_embeddings import StaticEmbedder
+
+    papers = connectors.load(DATA / "report-collection.jsonl")
+    library = connectors.load(EXAMPLE_LIBRARY)
+    embedder = StaticEmbedder()
+    index = CollectionIndexBuilder(lsa_components=0, embedder=embedder).build(papers)
+    stacked = index.representations(library, embedder=embedder).vectors["embedding"]
+    assert isinstance(stacked, StackedDense) and stacked.tail is index.embeddings
+    plain = np.vstack([stacked.head, stacked.tail])
+    n_library = len(library)
+    assert stacked.shape == plain.shape and len(stacked) == len(plain) and stacked.dtype == plain.dtype == np.float32
+    mask = np.arange(len(plain)) % 3 == 1
+    for rows in (slice(None), slice(2, 40, 3), slice(n_library - 2, n_library + 3), slice(n_library + 1, None),
+                 slice(5, 5), np.array([n_library + 5, 1, n_library, 0, 1]),
+                 np.arange(n_library, len(plain)), [n_library - 1], mask, np.array([-1, -len(plain)]),
+                 np.array([], dtype=int)):
+        taken = stacked[rows]
+        assert taken.dtype == plain.dtype and taken.flags.c_contiguous
+        np.testing.assert_array_equal(taken, plain[rows])
+    np.testing.assert_array_equal(stacked[7], plain[7])
+    np.testing.assert_array_equal(stacked[-1], plain[-1])
+    np.testing.assert_array_equal(stacked[1:, :50], plain[1:, :50])
+    taken = stacked.take(np.arange(len(plain)))
+    taken[:] = 0
+    assert np.array_equal(np.vstack([stacked.head, stacked.tail]), plain)  # a copy was written, not the index
+    for bad in (np.array([len(plain)]), np.array([-len(plain) - 1]), mask[:-1]):
+        with pytest.raises(IndexError):
+            stacked[bad]
+    with pytest.raises(ValueError, match="cannot be stacked"):
+        StackedDense(np.zeros((2, 3)), np.zeros((2, 4)))
+    # The products the hybrid model makes of them: the first pass's block, and candidates (not
+    # in order, not all) against chosen rows.
+    np.testing.assert_array_equal(head_product(stacked, n_library), head_product(plain, n_library))
+    rows = np.arange(len(plain))[::-1][:-3]
+    np.testing.assert_array_equal(dense_product(stacked, plain[:6], row_indices=rows),
+                                  dense_product(plain, plain[:6], row_indices=rows))
+
+
 @pytest.mark.parametrize("batch", [3, 4096])
 def test_products_of_stacked_rows_are_those_of_the_stacked_matrix_bit_for_bit(batch, monkeypatch):
     """Ranking against an index multiplies the stacked rows without stacking them: the same
