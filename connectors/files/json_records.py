@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
-from connectors._io import atomic_write_text, read_text
+from connectors._io import NotUtf8, atomic_write_text, iter_utf8_lines, read_text
 from connectors.errors import SourceError
 from connectors.files.flat_records import fill_missing_ids, paper_from_record, record_from_paper
 from recommender.paper import Paper
@@ -31,23 +31,7 @@ def loads(text: str, source: str = "<string>", lines: bool | None = None) -> lis
     if lines is None:
         lines = not stripped.startswith("[") and not _is_single_document(stripped)
     if lines:
-        # One broken line must not sink the others: it is reported with its number and skipped.
-        papers, skipped = [], 0
-        # split("\n"), not splitlines(): U+2028 inside a JSON string is no line break.
-        for number, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                papers.append(paper_from_record(json.loads(line), source, f"line {number}"))
-            except json.JSONDecodeError as exc:
-                skipped += 1
-                log.warning("%s:%d: invalid JSON (%s); line skipped", source, number, exc.msg)
-            except SourceError as exc:
-                skipped += 1
-                log.warning("%s; line skipped", exc)
-        if skipped and not papers:
-            raise SourceError(f"{source}: no readable paper ({skipped} broken line{'s' if skipped > 1 else ''})")
-        return papers
+        return _papers_from_lines(text.split("\n"), source)  # ("\n" alone: U+2028 inside a string is no break)
     try:
         document = json.loads(text) if stripped else []
     except json.JSONDecodeError as exc:
@@ -58,6 +42,26 @@ def loads(text: str, source: str = "<string>", lines: bool | None = None) -> lis
         raise SourceError(f"{source}: expected a list of paper objects")
     records = [(record, f"item {index}") for index, record in enumerate(document, start=1)]
     return [paper_from_record(record, source, position) for record, position in records]
+
+
+def _papers_from_lines(lines: Iterable[str], source: str) -> list[Paper]:
+    """One paper per JSON line. One broken line must not sink the others: it is reported with
+    its number and skipped (the reports are made once all lines are read)."""
+    papers, skipped = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            papers.append(paper_from_record(json.loads(line), source, f"line {number}"))
+        except json.JSONDecodeError as exc:
+            skipped.append(f"{source}:{number}: invalid JSON ({exc.msg}); line skipped")
+        except SourceError as exc:
+            skipped.append(f"{exc}; line skipped")
+    for message in skipped:
+        log.warning("%s", message)
+    if skipped and not papers:
+        raise SourceError(f"{source}: no readable paper ({len(skipped)} broken line{'s' if len(skipped) > 1 else ''})")
+    return papers
 
 
 def _is_single_document(text: str) -> bool:
@@ -72,7 +76,13 @@ def _is_single_document(text: str) -> bool:
 
 def load(path: Path) -> list[Paper]:
     name = path.name.lower().removesuffix(".gz")
-    papers = loads(read_text(path), str(path), lines=None if name.endswith(".json") else True)
+    if name.endswith(".json"):
+        papers = loads(read_text(path), str(path))
+    else:
+        try:  # a line at a time: a large collection is never held whole as text
+            papers = _papers_from_lines(iter_utf8_lines(path), str(path))
+        except NotUtf8:  # (a legacy encoding: decided on the whole file, as read_text does)
+            papers = loads(read_text(path), str(path), lines=True)
     fill_missing_ids(papers, _id_prefix(path))
     return papers
 

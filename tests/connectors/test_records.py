@@ -4,6 +4,7 @@ import json
 import pytest
 
 import connectors
+from connectors._io import NotUtf8, iter_utf8_lines
 from connectors.files import csv_records, json_records
 from recommender import Paper
 from tests.conftest import CONFERENCES, require
@@ -70,6 +71,46 @@ def test_bad_records_name_the_line_and_the_rest_loads(tmp_path, caplog, monkeypa
         connectors.load(path)
     with pytest.raises(connectors.SourceError, match="expected an object"):
         json_records.loads("[1, 2]", "nums.json")
+
+
+def test_jsonl_is_read_a_line_at_a_time_as_whole_text_would_read_it(tmp_path):
+    # One text for every reading: a BOM, a blank line, CRLF endings, U+2028 inside a string (no
+    # line break in JSON Lines), a character beyond 16 bits and no newline at the end.
+    text = ('\ufeff{"id": "a", "title": "Flows \u2028 on graphs", "abstract": "𝒪(n) time"}\r\n\n'
+            '{"id": "b", "title": "Second", "authors": ["Jérôme Müller"]}')
+    streamed = tmp_path / "lines.jsonl"
+    streamed.write_bytes(text.encode("utf-8"))
+    compressed = tmp_path / "lines.jsonl.gz"
+    compressed.write_bytes(gzip.compress(text.encode("utf-8")))
+    whole = json_records.loads(text.removeprefix("\ufeff"), str(streamed), lines=True)
+    assert [p.title for p in whole] == ["Flows \u2028 on graphs", "Second"] and whole[0].abstract == "𝒪(n) time"
+    assert connectors.load(streamed) == whole
+    assert connectors.load(compressed) == [Paper(**{**p.__dict__, "source": str(compressed)}) for p in whole]
+    assert list(iter_utf8_lines(streamed)) == text.removeprefix("\ufeff").split("\n")
+
+
+def test_jsonl_in_a_legacy_encoding_is_decided_on_the_whole_file(tmp_path, caplog):
+    # Valid UTF-8 up to the last line: the lines read so far are dropped, the file is decoded
+    # whole as cp1252 (one warning), and no line is reported twice.
+    path = tmp_path / "legacy.jsonl"
+    path.write_bytes('{"title": "First"}\n{"title": broken}\n{"title": "Étude – des flots"}\n'.encode("cp1252"))
+    with caplog.at_level("WARNING", logger="litrank"):
+        papers = connectors.load(path)
+    assert [p.title for p in papers] == ["First", "Étude – des flots"]
+    assert caplog.text.count("not valid UTF-8") == 1 and "cp1252" in caplog.text
+    assert caplog.text.count("legacy.jsonl:2: invalid JSON") == 1
+    with pytest.raises(NotUtf8):
+        list(iter_utf8_lines(path))
+    utf16 = tmp_path / "utf16.jsonl"
+    utf16.write_bytes('{"title": "Wide"}\n'.encode("utf-16"))
+    assert [p.title for p in connectors.load(utf16)] == ["Wide"]
+
+
+def test_a_damaged_jsonl_gz_is_one_error(tmp_path):
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"title": "A"}\n' * 2000)[:-40])
+    with pytest.raises(connectors.SourceError, match=r"cut.jsonl.gz: corrupt gzip data"):
+        connectors.load(path)
 
 
 def test_zotero_style_csv_columns_are_understood():
