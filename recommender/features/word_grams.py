@@ -43,6 +43,12 @@ class CodePoints:
     def __len__(self) -> int:
         return len(self.starts) - 1
 
+    def release(self) -> None:
+        """Let go of the text and its code points (the texts' count and starts stay): once the
+        tokens are numbered, nothing reads them, and at 30,000 abstracts the two hold 70-140 MB
+        while the terms are counted."""
+        self.joined, self.codes = "", self.codes[:0]
+
 
 def code_points(text: str) -> np.ndarray:
     """The code points of ``text``, one array element per character: uint8 when all are below
@@ -201,9 +207,11 @@ def _changes(values: np.ndarray) -> np.ndarray:
 
 
 def word_grams(points: CodePoints, stop_words: Collection[str]) -> WordGrams:
-    """The word uni+bigram counts of ``points``' texts (see :func:`count_word_grams`)."""
+    """The word uni+bigram counts of ``points``' texts (see :func:`count_word_grams`); ``points``
+    is released (:meth:`CodePoints.release`) once its tokens are numbered."""
     starts, lengths, alphabet = _tokens(points.codes)
     numbers, words = _word_numbers(points, starts, lengths, alphabet)
+    points.release()
     del lengths
     order = sorted(range(len(words)), key=words.__getitem__)
     rank = np.empty(len(words), dtype=np.int64)
