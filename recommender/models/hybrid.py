@@ -224,34 +224,41 @@ class HybridModel(TermExplainer, Estimator):
         del lexical_block  # only chose the feedback: not kept beside the expanded product (61 MB at 30,000)
         if dense and not cached:
             rep.blocks.pop("embedding", None)  # made for the first pass alone (61 MB at 30,000)
-        lexical = standardize_columns(feedback_expanded_similarity(
+        lexical_raw = feedback_expanded_similarity(
             lexical_vectors, self.library_rows_, self.candidate_rows_, feedback_rows, None, self.feedback_docs,
-            self.feedback_weight / n_library, top=top), in_place=True, pooled=pooled, prior=self.column_prior)
+            self.feedback_weight / n_library, top=top)
+        trust = self.dense_weight / dense_weights if dense else None  # short_text_trust, from the weights at hand
+        if not dense or self.dense_depth:  # the lexical channel by its own best library papers
+            # Standardised (and weighted) a chunk at a time, as the dense channel below, not in
+            # a whole copy (at 30,000 candidates 120 MB beside the cosines' own 120 MB, the run's
+            # peak): the values are the same, element for element.
+            mean, spread = column_scale(lexical_raw, pooled=pooled, prior=self.column_prior)
+            lexical_part, _ = chunked_top_mean(
+                standardized_chunks(lexical_raw, mean, spread, scales=(trust,) if dense else ()),
+                lexical_raw.shape, self.aggregation_depth_)
+            del lexical_raw  # before the dense product: the two blocks are never held together
+        else:
+            lexical = standardize_columns(lexical_raw, in_place=True, pooled=pooled, prior=self.column_prior)
         if dense:
-            trust = self.dense_weight / dense_weights  # short_text_trust, from the weights at hand
-            if self.dense_depth:  # each channel by the library papers it matches best, one after the other
-                lexical_part, _ = top_mean(np.multiply(lexical, trust, out=lexical), self.aggregation_depth_)
-                del lexical  # before the dense product: the two blocks are never held together
             dense_raw = feedback_expanded_similarity(
                 rep.vectors["embedding"], self.library_rows_, self.candidate_rows_, feedback_rows, None,
                 self.feedback_docs, self.dense_feedback_weight / n_library, top=top)
-        if dense and self.dense_depth:
+        if not dense:
+            self.components_ = {"lexical": lexical_part}
+            text_score = lexical_part.copy()
+        elif self.dense_depth:
             # Standardised and weighted a chunk at a time: a float32 block is never widened whole.
             mean, spread = column_scale(dense_raw, pooled=pooled, prior=self.column_prior)
             dense_part, _ = chunked_top_mean(standardized_chunks(dense_raw, mean, spread, scales=(dense_weights, trust)),
                                              dense_raw.shape, min(int(self.dense_depth), n_library))
             self.components_ = {"lexical": lexical_part, "dense": dense_part}
             text_score = lexical_part + dense_part
-        else:
-            fused = lexical
-            if dense:
-                dense_z = standardize_columns(dense_raw, in_place=True, pooled=pooled, prior=self.column_prior)
-                dense_z *= dense_weights
-                fused = lexical + dense_z
-            text_score, columns = top_mean(fused, self.aggregation_depth_)
-            self.components_ = {"lexical": np.take_along_axis(lexical, columns, axis=1).mean(axis=1)}
-            if dense:
-                self.components_["dense"] = np.take_along_axis(dense_z, columns, axis=1).mean(axis=1)
+        else:  # both channels at the same library papers
+            dense_z = standardize_columns(dense_raw, in_place=True, pooled=pooled, prior=self.column_prior)
+            dense_z *= dense_weights
+            text_score, columns = top_mean(lexical + dense_z, self.aggregation_depth_)
+            self.components_ = {"lexical": np.take_along_axis(lexical, columns, axis=1).mean(axis=1),
+                                "dense": np.take_along_axis(dense_z, columns, axis=1).mean(axis=1)}
         if n_library > 1 and self.profile_weight > 0:
             profile = library_query_bm25(rep, self.candidate_rows_, self.library_rows_)
             self.components_["profile"] = profile_share(n_library, self.profile_weight) * standardize_columns(
@@ -363,7 +370,12 @@ class HybridModel(TermExplainer, Estimator):
 
     def _lexical(self, rep: Representations):
         """The joined word | character vectors (unit rows, float64: the scores are computed in it)
-        and their (N, n_library) cosine block in float32, which only chooses the feedback."""
+        and their (N, n_library) cosine block in float32, which only chooses the feedback.
+
+        The scores stay float64: in float32 the cosines move by up to 5.6e-7 and the partitioned
+        path (:mod:`recommender.scale`), summing in another order, would no longer agree with
+        ``rank`` to 1e-9. What made the memory is their standardised copy, now made a chunk of
+        rows at a time (:meth:`fit_representations`)."""
         word = rep.vectors["word"]
         if "char" not in rep.vectors or self.char_weight <= 0:
             return word, rep.blocks["word"]
