@@ -11,7 +11,8 @@ caches live under :func:`user_cache_root`, the CLI imports SciPy through
 Two slow steps of a run are pure Python and independent of each other: bibtexparser reading a
 library and, meanwhile, reading a collection index (and importing scikit-learn), or the
 collection's character n-grams while its word model is built. Threads would not overlap them
-(each holds the interpreter lock); a forked process does, on a machine with a second core.
+(each holds the interpreter lock); a forked process does, on a machine with a second core. Its
+result comes back through a file, read when it is taken, not through the executor's pipe.
 
 This module imports nothing heavy: the CLI starts its background work before scikit-learn is
 imported, so that the import itself is part of what overlaps.
@@ -21,7 +22,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import pickle
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -59,9 +62,15 @@ def run_aside(function: Callable, *args, aside: bool = True) -> Callable[[], obj
             # fork: the child has this process's imports and arguments at no cost.
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(method))
-            future = executor.submit(_logged, function, *args)
+            # A forked child writes its result to a file this process opened (it shares the
+            # descriptor), read back when the result is taken. Through the executor's pipe, a
+            # result arrived whenever the child finished, on the executor's thread, held twice
+            # while it was unpickled: the character counts of 30,000 abstracts are 72 MB, and
+            # the 144 MB landed in the middle of the collection's word counting.
+            spool = tempfile.TemporaryFile() if method == "fork" else None
+            future = executor.submit(_logged, function, spool and spool.fileno(), *args)
             executor.shutdown(wait=False)
-            return lambda: _replay(*future.result())
+            return lambda: _replay(*_taken(future.result(), spool))
         except (OSError, RuntimeError, ValueError):  # no processes allowed here: stay serial
             pass
     result = function(*args)
@@ -77,15 +86,30 @@ class _Collect(logging.Handler):
         self.records.append((record.levelno, record.getMessage()))
 
 
-def _logged(function: Callable, *args):
-    """In the second process: ``function(*args)`` with what it logs collected, not printed."""
+def _logged(function: Callable, spool: int | None, *args):
+    """In the second process: ``function(*args)`` with what it logs collected, not printed; with
+    ``spool`` (a descriptor of the parent's file) the three are written there and None returned."""
     logger = logging.getLogger("litrank")
     collect = _Collect()
     logger.handlers, logger.propagate = [collect], False
     try:
-        return function(*args), collect.records, None
+        outcome = function(*args), collect.records, None
     except Exception as exc:  # raised where the result is taken, after what was logged before it
-        return None, collect.records, exc
+        outcome = None, collect.records, exc
+    if spool is None:
+        return outcome
+    with os.fdopen(os.dup(spool), "wb") as handle:
+        pickle.dump(outcome, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    return None
+
+
+def _taken(returned, spool):
+    """What :func:`_logged` gave: returned, or read back from ``spool`` (then closed, and so gone)."""
+    if spool is None:
+        return returned
+    with spool:
+        spool.seek(0)
+        return pickle.load(spool)
 
 
 def _replay(result, records: list[tuple[int, str]], error: Exception | None):

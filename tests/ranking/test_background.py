@@ -62,6 +62,38 @@ def test_a_result_from_the_second_process_with_its_warnings_replayed_in_order(li
     assert from_child == direct  # the same warnings, in the same order
 
 
+def _character_counts(texts: list[str]):
+    """In the child: the character n-gram counts of a collection (a large result of arrays)."""
+    from recommender.features.index_features import _compact_char_counts
+
+    return os.getpid(), _compact_char_counts(texts, len(texts))
+
+
+@pytest.mark.skipif(not background.spare_core() or "fork" not in background.multiprocessing.get_all_start_methods(),
+                    reason="one core, or no fork: run_aside runs here or returns through its pipe")
+def test_a_forked_childs_result_comes_back_through_a_file_when_taken(monkeypatch):
+    """A forked child writes its result to a file this process opened; nothing but None comes
+    through the executor's pipe, the file is read when the result is taken, then closed (an
+    unnamed temporary file: gone). The arrays are those counted here."""
+    from recommender.features.index_features import _compact_char_counts
+
+    taken = []
+    real = background._taken
+
+    def spy(returned, spool):
+        taken.append((returned, spool))
+        return real(returned, spool)
+
+    monkeypatch.setattr(background, "_taken", spy)
+    texts = [paper.text for paper in connectors.load(DATA / "report-collection.jsonl")]
+    pid, (counts, terms) = background.run_aside(_character_counts, texts)()
+    assert pid != os.getpid() and len(taken) == 1
+    returned, spool = taken[0]
+    assert returned is None and spool.closed
+    expected_counts, expected_terms = _compact_char_counts(texts, len(texts))
+    assert terms == expected_terms and (counts != expected_counts).nnz == 0
+
+
 def test_errors_of_the_second_process_are_raised_where_the_result_is_taken(litrank_messages):
     take = background.run_aside(_refuse, "gone.bib")
     with pytest.raises(connectors.SourceError, match="gone.bib: no such file"):
