@@ -110,18 +110,28 @@ def read_text(path: Path, encoding: str | None = None) -> str:
 READ_BYTES = 1 << 20
 
 
-def _raw_pieces(path: Path, size: int) -> Iterator[bytes]:
+@contextlib.contextmanager
+def _decompressed(path: Path) -> Iterator[BinaryIO]:
+    """``path`` opened for reading its bytes, through gzip where it starts with gzip's magic
+    number; a read that fails inside the block raises one :class:`SourceError` line."""
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise _unreadable(path, exc) from None
     with handle:
-        stream = gzip.GzipFile(fileobj=handle, mode="rb") if handle.peek(2)[:2] == b"\x1f\x8b" else handle
+        compressed = handle.peek(2)[:2] == b"\x1f\x8b"
         try:
-            while piece := stream.read(size):
-                yield piece
+            yield gzip.GzipFile(fileobj=handle, mode="rb") if compressed else handle
         except (OSError, EOFError, zlib.error) as exc:
-            raise SourceError(f"{path}: corrupt gzip data ({exc})") from None
+            if compressed:
+                raise SourceError(f"{path}: corrupt gzip data ({exc})") from None
+            raise SourceError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def _raw_pieces(path: Path, size: int) -> Iterator[bytes]:
+    with _decompressed(path) as stream:
+        while piece := stream.read(size):
+            yield piece
 
 
 def _detect_encoding(path: Path, size: int) -> str:
@@ -197,29 +207,18 @@ def iter_utf8_lines(path: Path) -> Iterator[str]:
     once: 329 MB at the peak, for 78 MB of papers. (No multi-byte UTF-8 sequence holds the byte
     ``\n``, so splitting the bytes splits the text.) Raises :class:`NotUtf8` where the file is
     not UTF-8: :func:`read_text` then decides its encoding."""
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise _unreadable(path, exc) from None
-    with handle:
-        compressed = handle.peek(2)[:2] == b"\x1f\x8b"
-        stream = gzip.GzipFile(fileobj=handle, mode="rb") if compressed else handle
+    with _decompressed(path) as stream:
         first = True
-        try:
-            for line in stream:
-                if first:
-                    first = False
-                    if line[:2] in (b"\xff\xfe", b"\xfe\xff"):
-                        raise NotUtf8
-                    line = line.removeprefix(codecs.BOM_UTF8)
-                try:
-                    yield line.removesuffix(b"\n").decode("utf-8")
-                except UnicodeDecodeError:
-                    raise NotUtf8 from None
-        except (OSError, EOFError, zlib.error) as exc:
-            if not compressed:
-                raise SourceError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
-            raise SourceError(f"{path}: corrupt gzip data ({exc})") from None
+        for line in stream:
+            if first:
+                first = False
+                if line[:2] in (b"\xff\xfe", b"\xfe\xff"):
+                    raise NotUtf8
+                line = line.removeprefix(codecs.BOM_UTF8)
+            try:
+                yield line.removesuffix(b"\n").decode("utf-8")
+            except UnicodeDecodeError:
+                raise NotUtf8 from None
 
 
 def atomic_write_text(path: Path, text: str | Iterable[str], compress: bool | None = None) -> None:

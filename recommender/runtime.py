@@ -68,7 +68,7 @@ def run_aside(function: Callable, *args, aside: bool = True) -> Callable[[], obj
             # while it was unpickled: the character counts of 30,000 abstracts are 72 MB, and
             # the 144 MB landed in the middle of the collection's word counting.
             spool = tempfile.TemporaryFile() if method == "fork" else None
-            future = executor.submit(_logged, function, spool and spool.fileno(), *args)
+            future = executor.submit(_logged, function, spool.fileno() if spool else None, *args)
             executor.shutdown(wait=False)
             return lambda: _replay(*_taken(future.result(), spool))
         except (OSError, RuntimeError, ValueError):  # no processes allowed here: stay serial
