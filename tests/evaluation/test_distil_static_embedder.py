@@ -9,7 +9,8 @@ import pytest
 from tokenizers import Tokenizer
 
 import connectors
-from benchmarks.distil_static_embedder import fit_to_documents
+from benchmarks.distil_static_embedder import _text_count, agreement, fit_to_documents
+from benchmarks.distil_static_embedder import main as distil_main
 from recommender.models.static_embeddings import bundled_table_dir
 from tests.conftest import DATA, EXAMPLE_LIBRARY
 
@@ -65,3 +66,25 @@ def test_a_teacher_narrower_than_the_table_or_of_other_texts_is_refused(tokenize
         fit_to_documents(np.zeros((tokenizer.get_vocab_size(), 32)), tokenizer, texts, teacher, ridge=0.01)
     with pytest.raises(ValueError, match="one per text"):
         fit_to_documents(np.zeros((tokenizer.get_vocab_size(), 8)), tokenizer, texts, teacher[:-1], ridge=0.01)
+
+
+def test_agreement_is_full_for_the_teacher_itself_and_falls_with_what_the_table_misses():
+    rng = np.random.default_rng(2)
+    centres, labels = rng.normal(size=(10, 16)), rng.integers(0, 10, 600)
+    teacher = centres[labels] + 0.3 * rng.normal(size=(600, 16))
+    assert agreement(teacher * 3.0, teacher) == {"pair_cosine_correlation": 1.0, "teacher_top10_overlap": 1.0}
+    # Knowing each text's topic but nothing else: pair cosines still follow, nearest neighbours do not.
+    topic_only = agreement(centres[labels] + 0.01 * rng.normal(size=(600, 16)), teacher)
+    assert topic_only["pair_cosine_correlation"] > 0.8 and topic_only["teacher_top10_overlap"] < 0.3, topic_only
+    unrelated = agreement(rng.normal(size=teacher.shape), teacher)
+    assert abs(unrelated["pair_cosine_correlation"]) < 0.1 and unrelated["teacher_top10_overlap"] < 0.1, unrelated
+    with pytest.raises(ValueError, match="one per text"):
+        agreement(teacher[:-1], teacher)
+
+
+def test_fit_texts_takes_a_count_or_all_and_refuses_anything_else(capsys):
+    assert _text_count("20000") == 20000 and _text_count("all") is None and _text_count(" ALL ") is None
+    with pytest.raises(SystemExit) as exit_info:
+        distil_main(["--fit-texts", "most"])
+    assert exit_info.value.code == 2
+    assert "expected a number of texts or 'all', not 'most'" in capsys.readouterr().err
