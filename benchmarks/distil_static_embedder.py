@@ -172,8 +172,9 @@ def main(argv=None) -> int:
 
 
 def measure(tables, conferences: Path, csfcube_dir: Path, n_texts: int) -> int:
-    """``--measure``: print :func:`agreement` of each table with the teacher on the first ``n_texts``
-    texts of :func:`fit_corpus` (the teacher's vectors through litrank's embedding cache)."""
+    """``--measure``: print :func:`pair_cosine_correlation` and :func:`neighbour_overlap` of each
+    table against the teacher on the first ``n_texts`` texts of :func:`fit_corpus` (the teacher's
+    vectors through litrank's embedding cache)."""
     import numpy as np
 
     from recommender.models.embeddings import resolve_embedder
@@ -182,49 +183,55 @@ def measure(tables, conferences: Path, csfcube_dir: Path, n_texts: int) -> int:
     texts = fit_corpus(conferences, csfcube_dir, n_texts)
     teacher = np.asarray(resolve_embedder("default").embed(texts))
     for table in tables:
-        measured = agreement(np.asarray(StaticEmbedder(table).embed(texts)), teacher)
-        print(f"{table}: pair-cosine correlation {measured['pair_cosine_correlation']}, the teacher's "
-              f"{NEIGHBOURS} nearest among the table's {NEIGHBOURS} nearest: {measured['teacher_top10_overlap']}")
+        vectors = np.asarray(StaticEmbedder(table).embed(texts))
+        print(f"{table}: pair-cosine correlation {pair_cosine_correlation(vectors, teacher)}, the teacher's "
+              f"{NEIGHBOURS} nearest among the table's {NEIGHBOURS} nearest: {neighbour_overlap(vectors, teacher)}")
     return 0
 
 
-def agreement(vectors, teacher, pairs: int = SAMPLE_PAIRS, neighbours: int = NEIGHBOURS, seed: int = 1) -> dict:
-    """Agreement of ``vectors`` with ``teacher`` on the same texts.
+def _unit(rows):
+    import numpy as np
+
+    rows = np.asarray(rows, dtype=np.float64)
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
+def pair_cosine_correlation(vectors, teacher, pairs: int = SAMPLE_PAIRS, seed: int = 0) -> float:
+    """The correlation of ``vectors``' cosines with ``teacher``'s over ``pairs`` random pairs of
+    texts (the same pairs for every ``vectors`` of one seed).
 
     Parameters
     ----------
     vectors, teacher : ndarray of shape (n_texts, dims) and (n_texts, teacher_dims)
-        Any row norms (both are L2-normalised here).
-
-    Returns
-    -------
-    dict
-        ``pair_cosine_correlation`` (over ``pairs`` random pairs) and ``teacher_top10_overlap``
-        (the mean share of each text's ``neighbours`` nearest by the teacher that ``vectors`` also
-        puts among its ``neighbours`` nearest).
+        One row per text, any norms.
     """
     import numpy as np
 
-    if vectors.shape[0] != teacher.shape[0] or vectors.shape[0] <= neighbours:
-        raise ValueError(f"{vectors.shape[0]} and {teacher.shape[0]} rows: one per text, more than {neighbours}")
+    if vectors.shape[0] != teacher.shape[0]:
+        raise ValueError(f"{vectors.shape[0]} and {teacher.shape[0]} rows: expected one per text in both")
+    vectors, teacher = _unit(vectors), _unit(teacher)
+    rng = np.random.default_rng(seed)
+    first, second = rng.integers(0, len(vectors), pairs), rng.integers(0, len(vectors), pairs)
+    return round(float(np.corrcoef((vectors[first] * vectors[second]).sum(axis=1),
+                                   (teacher[first] * teacher[second]).sum(axis=1))[0, 1]), 4)
 
-    def unit(rows):
-        rows = np.asarray(rows, dtype=np.float64)
-        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+def neighbour_overlap(vectors, teacher, neighbours: int = NEIGHBOURS) -> float:
+    """The mean share of each text's ``neighbours`` nearest texts by ``teacher`` that ``vectors``
+    also puts among its ``neighbours`` nearest (shapes as :func:`pair_cosine_correlation`)."""
+    import numpy as np
+
+    if vectors.shape[0] != teacher.shape[0] or vectors.shape[0] <= neighbours:
+        raise ValueError(f"{vectors.shape[0]} and {teacher.shape[0]} rows: expected one per text in both, "
+                         f"more than {neighbours}")
 
     def nearest(rows):
-        similarity = rows @ rows.T
+        similarity = _unit(rows) @ _unit(rows).T
         np.fill_diagonal(similarity, -np.inf)
         return np.argpartition(-similarity, neighbours, axis=1)[:, :neighbours]
 
-    vectors, teacher = unit(vectors), unit(teacher)
-    rng = np.random.default_rng(seed)
-    first, second = rng.integers(0, len(vectors), pairs), rng.integers(0, len(vectors), pairs)
-    correlation = np.corrcoef((vectors[first] * vectors[second]).sum(axis=1),
-                              (teacher[first] * teacher[second]).sum(axis=1))[0, 1]
-    overlap = np.mean([len(set(mine) & set(theirs)) / neighbours
-                       for mine, theirs in zip(nearest(vectors), nearest(teacher))])
-    return {"pair_cosine_correlation": round(float(correlation), 4), "teacher_top10_overlap": round(float(overlap), 4)}
+    return round(float(np.mean([len(set(mine) & set(theirs)) / neighbours
+                                for mine, theirs in zip(nearest(vectors), nearest(teacher))])), 4)
 
 
 def fit_corpus(conferences: Path, csfcube_dir: Path, n_texts: int | None) -> list[str]:
@@ -297,18 +304,9 @@ def fit_to_documents(table, tokenizer, texts: list[str], teacher, ridge: float) 
         direction = residual + direction * (new_squares / np.maximum(squares, 1e-30))
         squares = new_squares
 
-    rng = np.random.default_rng(0)
-    first, second = rng.integers(0, held, SAMPLE_PAIRS), rng.integers(0, held, SAMPLE_PAIRS)
-
-    def agreement(candidate) -> float:
-        vectors = x_held @ candidate
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        return float(np.corrcoef((vectors[first] * vectors[second]).sum(axis=1),
-                                 (y_held[first] * y_held[second]).sum(axis=1))[0, 1])
-
     measured = {"held_out_texts": held,
-                "held_out_pair_correlation_distilled": round(agreement(table), 4),
-                "held_out_pair_correlation_fitted": round(agreement(fitted), 4),
+                "held_out_pair_correlation_distilled": pair_cosine_correlation(x_held @ table, y_held),
+                "held_out_pair_correlation_fitted": pair_cosine_correlation(x_held @ fitted, y_held),
                 "fit_seconds": round(time.perf_counter() - started, 1)}
     print(f"held-out agreement with the teacher (correlation of pair cosines): distilled "
           f"{measured['held_out_pair_correlation_distilled']}, fitted {measured['held_out_pair_correlation_fitted']}",
