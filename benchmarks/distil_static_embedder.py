@@ -189,13 +189,6 @@ def measure(tables, conferences: Path, csfcube_dir: Path, n_texts: int) -> int:
     return 0
 
 
-def _unit(rows):
-    import numpy as np
-
-    rows = np.asarray(rows, dtype=np.float64)
-    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-
-
 def pair_cosine_correlation(vectors, teacher, pairs: int = SAMPLE_PAIRS, seed: int = 0) -> float:
     """The correlation of ``vectors``' cosines with ``teacher``'s over ``pairs`` random pairs of
     texts (the same pairs for every ``vectors`` of one seed).
@@ -209,7 +202,9 @@ def pair_cosine_correlation(vectors, teacher, pairs: int = SAMPLE_PAIRS, seed: i
 
     if vectors.shape[0] != teacher.shape[0]:
         raise ValueError(f"{vectors.shape[0]} and {teacher.shape[0]} rows: expected one per text in both")
-    vectors, teacher = _unit(vectors), _unit(teacher)
+    from recommender.features.sparse_products import normalize_rows
+
+    vectors, teacher = (normalize_rows(np.asarray(rows, dtype=np.float64)) for rows in (vectors, teacher))
     rng = np.random.default_rng(seed)
     first, second = rng.integers(0, len(vectors), pairs), rng.integers(0, len(vectors), pairs)
     return round(float(np.corrcoef((vectors[first] * vectors[second]).sum(axis=1),
@@ -221,12 +216,15 @@ def neighbour_overlap(vectors, teacher, neighbours: int = NEIGHBOURS) -> float:
     also puts among its ``neighbours`` nearest (shapes as :func:`pair_cosine_correlation`)."""
     import numpy as np
 
+    from recommender.features.sparse_products import normalize_rows
+
     if vectors.shape[0] != teacher.shape[0] or vectors.shape[0] <= neighbours:
         raise ValueError(f"{vectors.shape[0]} and {teacher.shape[0]} rows: expected one per text in both, "
                          f"more than {neighbours}")
 
     def nearest(rows):
-        similarity = _unit(rows) @ _unit(rows).T
+        unit = normalize_rows(np.asarray(rows, dtype=np.float64))
+        similarity = unit @ unit.T
         np.fill_diagonal(similarity, -np.inf)
         return np.argpartition(-similarity, neighbours, axis=1)[:, :neighbours]
 
