@@ -37,7 +37,8 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
 @click.option("--benchmark", type=click.Choice(BENCHMARKS), default="library", show_default=True,
               help="csfcube: expert relevance judgements (the measure litrank is tuned by); csfcube-composite: "
                    "the same judgements, libraries of 5-20 papers on several topics and publication lists of "
-                   "16-47 composed from them; csfcube-short: the same libraries, each ranking short lists of "
+                   "16-47 composed from them (main-line lists also scored on each side: main topic, side "
+                   "interests); csfcube-short: the same libraries, each ranking short lists of "
                    "16 graded candidates (pairwise loss); csfcube-feedback: "
                    "what judging the first 5, 10 or 20 picks buys on both; library: how well "
                    "papers hidden from your own library are found again (a proxy); author-continuity: an "
@@ -185,6 +186,7 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
         by_fold["all"] = composite.summary(results, everything)
         lists["all"] = composite.publication_summary(results, every_list)
         libraries["all"], publications["all"] = everything, every_list
+    sides = {name: composite.main_line_sides(data, results, publications[name]) for name in by_fold}
     single = _single_query(data, list(by_fold), methods, embedder, seed, limit)
     seconds = round(time.perf_counter() - started, 1)
     if output_format == "json":
@@ -192,7 +194,8 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
                    "embedder": getattr(embedder, "model_id", None) if embedder is not None else None,
                    "methods": by_fold[fold]["all"]["methods"],
                    "folds": {name: {"shape": composite.describe(libraries[name]), "composite": by_fold[name],
-                                    "publications": {"shape": composite.describe(publications[name]), **lists[name]},
+                                    "publications": {"shape": composite.describe(publications[name]), **lists[name],
+                                                     "main line by topic": sides[name]},
                                     "single_query": single.get(name, {})} for name in by_fold},
                    "libraries": {library.name: {"size": library.size, "shape": library.shape,
                                                 "topics": [f"{q}_{f}" for q, f in library.query_facets],
@@ -215,7 +218,21 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
                  f"{shape.get('collection_mean', 0)}; publication lists: {lists_shape.get('size_mean', 0)} papers on "
                  f"{lists_shape.get('topics_mean', 0)} topics; litrank is tuned on fold1_dev)")
         click.echo(report.render_grid(title, columns, rows, width=140) + "\n", nl=False)
+        if sides[name]["libraries"]:
+            click.echo(_main_line_grid(name, sides[name], methods) + "\n", nl=False)
     say(f"{len(everything) + len(every_list)} libraries, {len(methods)} methods in {seconds} s.")
+
+
+def _main_line_grid(fold: str, sides: dict, methods) -> str:
+    """The main-line lists' table by topic (:func:`recommender.evaluation.composite.main_line_sides`)."""
+    from recommender.evaluation import composite
+
+    title = (f"Main-line lists, {fold} ({sides['libraries']}), by topic: NDCG%20 against the main topic alone and "
+             f"the side topics alone (relevant papers left to find, a list: {sides['relevant']['main topic']} and "
+             f"{sides['relevant']['side topics']}), and the share of the first 20% from the main topic's pool")
+    rows = [[m, *(f"{sides['methods'][m][metric]:.3f}" for metric in composite.SIDE_METRICS)] for m in methods]
+    return report.render_grid(title, ["method", "main topic", "side topics", "first 20% from main pool"], rows,
+                              width=140)
 
 
 def _csfcube_short(directory: Path, fold: str, methods, limit, embedder, seed: int, output_format: str) -> None:

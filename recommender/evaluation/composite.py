@@ -26,7 +26,8 @@ Collection and judgements as above.
 Libraries of a fold (``fold1_dev``: for tuning; ``fold1_test``: for reporting) use only that
 fold's query-facets. Metrics are the protocol's NDCG%20 (cut at 20% of the collection) and MAP
 (grade >= 2 relevant), averaged over the libraries, and per library-size bucket
-(:data:`BUCKETS`). Methods, all on the same libraries in the same run:
+(:data:`BUCKETS`); main-line lists also on each side of them, the main topic's judgements
+alone and the side topics' alone (:func:`main_line_sides`). Methods, all on the same libraries in the same run:
 
 ``random``, ``bm25``, ``tfidf``  as in the single-query protocol (``tfidf``: the best cosine
                                  over the library papers; ``bm25``: the library as one query)
@@ -53,7 +54,7 @@ import numpy as np
 # The scorers are holdout's (library, collection) ones, which the single-query protocol shares.
 from recommender.evaluation.holdout import Scorer, default_install_methods, model_scorer, top_mean_cosine  # noqa: F401
 from recommender.evaluation.holdout import library_scorers as method_scorers
-from recommender.evaluation.human_judgements import METRICS, average_precision, ndcg_at_share
+from recommender.evaluation.human_judgements import CUTOFF_SHARE, METRICS, average_precision, ndcg_at_share
 
 SIZES = (5, 20)
 # Publication lists: topics per library (cycled through) and the grade-2+ candidates a
@@ -69,6 +70,10 @@ OWN_GRADE = 3
 LEXICAL_METHODS = ("random", "bm25", "tfidf", "hybrid")
 EMBEDDING_METHODS = ("embedding", "embedding-top3", "hybrid+embeddings")
 OTHER_METHODS = ("similarity", "learned", "learned+embeddings")
+# What a main-line list's ranking gives each side of the list (:func:`topic_sides`): NDCG%20
+# against the main topic's judgements alone and against the side topics' alone, and how much
+# of the cut (the first 20%) the main topic's pool takes.
+SIDE_METRICS = ("ndcg%20 main topic", "ndcg%20 side topics", "cut from main pool")
 
 @dataclass(frozen=True)
 class CompositeLibrary:
@@ -144,6 +149,22 @@ def best_grades(data, query_facets: Sequence[tuple[str, str]], library: Sequence
             if paper not in members:
                 grades[paper] = max(grades.get(paper, 0), int(grade))
     return grades
+
+
+def topic_sides(data, library: CompositeLibrary) -> tuple[dict[str, int], dict[str, int]]:
+    """A main-line list's judgements split by side: the grades against its main (first)
+    query-facet alone, and the best grades against its side query-facets; each over the papers
+    of those pools, none of the library's."""
+    main, *side = library.query_facets
+    return best_grades(data, [main], library.library), best_grades(data, side, library.library)
+
+
+def side_metrics(ranked: Sequence[str], main: Mapping[str, int], side: Mapping[str, int]) -> dict[str, float]:
+    """:data:`SIDE_METRICS` of a ranking of a main-line list's collection (``main`` and ``side``:
+    :func:`topic_sides`)."""
+    cut = ranked[:int(CUTOFF_SHARE * len(ranked))]
+    return {"ndcg%20 main topic": ndcg_at_share(ranked, main), "ndcg%20 side topics": ndcg_at_share(ranked, side),
+            "cut from main pool": sum(paper in main for paper in cut) / len(cut) if cut else 0.0}
 
 
 def build_library(data, fold: str, pairs: Sequence[tuple[str, str]], target: int, rng: np.random.Generator,
@@ -245,7 +266,8 @@ def default_methods(embedder=None) -> list[str]:
 def evaluate_composite(data, libraries: Sequence[CompositeLibrary], methods: Sequence[str], embedder=None,
                        seed: int = 0, extra_scorers: Mapping[str, Scorer] | None = None,
                        progress: Callable[[str], None] | None = None) -> dict[str, dict[str, dict[str, float]]]:
-    """``{method: {library name: {"ndcg%20", "map"}}}``: every method on every library.
+    """``{method: {library name: {"ndcg%20", "map"}}}``: every method on every library, and on
+    main-line lists also :data:`SIDE_METRICS`.
 
     ``extra_scorers`` adds methods by name (a sweep of model settings, say).
     """
@@ -259,12 +281,14 @@ def evaluate_composite(data, libraries: Sequence[CompositeLibrary], methods: Seq
         papers = [data.papers[paper_id] for paper_id in library.library]
         collection_ids = library.collection
         collection = [data.papers[paper_id] for paper_id in collection_ids]
+        sides = topic_sides(data, library) if library.shape == "main line" else None
         for method in methods:
             scores = np.asarray(scorers[method](papers, collection), dtype=np.float64)
             order = sorted(range(len(collection_ids)), key=lambda i: (-float(scores[i]), collection_ids[i]))
             ranked = [collection_ids[i] for i in order]
             results[method][library.name] = {"ndcg%20": ndcg_at_share(ranked, library.grades),
-                                             "map": average_precision(ranked, library.grades)}
+                                             "map": average_precision(ranked, library.grades),
+                                             **(side_metrics(ranked, *sides) if sides else {})}
         if progress:
             progress(library.name)
     return results
@@ -277,6 +301,26 @@ def publication_summary(results: Mapping[str, Mapping[str, Mapping[str, float]]]
     groups = {"all": list(lists), **{shape: [lib for lib in lists if lib.shape == shape]
                                      for shape in ("balanced", "main line")}}
     return {group: summary(results, members, buckets=())["all"] for group, members in groups.items()}
+
+
+def main_line_sides(data, results: Mapping[str, Mapping[str, Mapping[str, float]]],
+                    lists: Sequence[CompositeLibrary]) -> dict:
+    """Over the main-line lists among ``lists``: ``{"libraries": n, "relevant": {"main topic",
+    "side topics": grade-2+ candidates left to find, mean a list}, "methods": {method:
+    {SIDE_METRICS: mean}}}``, metrics rounded to 4 places.
+
+    Which of a list's topics a ranking serves: the main topic's papers fill most of the
+    library, so most of what is left to find belongs to the side interests."""
+    main_lines = [library for library in lists if library.shape == "main line"]
+    relevant = {"main topic": [], "side topics": []}
+    for library in main_lines:
+        for name, grades in zip(relevant, topic_sides(data, library)):
+            relevant[name].append(sum(grade >= 2 for grade in grades.values()))
+    methods = {method: {metric: round(float(np.mean([per_library[lib.name][metric] for lib in main_lines])), 4)
+                        for metric in SIDE_METRICS}
+               for method, per_library in results.items() if main_lines}
+    means = {name: round(float(np.mean(counts)), 1) if counts else 0.0 for name, counts in relevant.items()}
+    return {"libraries": len(main_lines), "relevant": means, "methods": methods}
 
 
 def bucket_name(size: int, buckets: Sequence[tuple[int, int]] = BUCKETS) -> str | None:

@@ -185,6 +185,49 @@ def test_publication_lists_are_balanced_or_a_main_line_with_side_interests():
     assert composite.build_publication_libraries(GradedPools([14, 2, 2, 2]), "fold1_dev", count=4) == []
 
 
+def test_a_main_line_list_is_scored_on_each_side_of_it():
+    data = GradedPools([14, 13, 7, 6, 5, 3, 2, 12, 8, 16])
+    built = composite.build_publication_libraries(data, "fold1_dev", count=8)
+    main_lines = [lib for lib in built if lib.shape == "main line"]
+    assert len(main_lines) == 4
+    results = {"main first": {}, "sides first": {}}
+    expected_relevant = {"main topic": [], "side topics": []}
+    for lib in main_lines:
+        main, side = composite.topic_sides(data, lib)
+        (query, facet), *others = lib.query_facets
+        assert main == {paper: grade for paper, grade in data.pool(query, facet).items() if paper not in lib.library}
+        assert side == composite.best_grades(data, others, lib.library)
+        # Together they are the list's own judgements: each paper's best grade on either side.
+        assert {paper: max(main.get(paper, 0), side.get(paper, 0)) for paper in {*main, *side}} == lib.grades
+        expected_relevant["main topic"].append(sum(grade >= 2 for grade in main.values()))
+        expected_relevant["side topics"].append(sum(grade >= 2 for grade in side.values()))
+        # Every main-pool paper first, best main grade first: the main topic's ideal ranking.
+        main_first = sorted(lib.grades, key=lambda paper: (paper not in main, -main.get(paper, 0), paper))
+        sides_first = sorted(lib.grades, key=lambda paper: (-side.get(paper, 0), paper not in side, paper))
+        cut = int(0.2 * len(lib.grades))
+        assert cut > 0
+        metrics = composite.side_metrics(main_first, main, side)
+        assert set(metrics) == set(composite.SIDE_METRICS)
+        assert metrics["ndcg%20 main topic"] == pytest.approx(1.0)
+        assert metrics["cut from main pool"] == min(len(main), cut) / cut > 0.5
+        assert metrics["ndcg%20 side topics"] < 0.5  # only the papers the sides share with the main topic
+        other = composite.side_metrics(sides_first, main, side)
+        assert other["ndcg%20 side topics"] == pytest.approx(1.0) and other["ndcg%20 main topic"] < 0.5
+        assert other["cut from main pool"] == sum(paper in main for paper in sides_first[:cut]) / cut < 0.5
+        results["main first"][lib.name], results["sides first"][lib.name] = metrics, other
+    table = composite.main_line_sides(data, results, built)
+    assert table["libraries"] == 4
+    assert table["relevant"] == {name: round(float(np.mean(counts)), 1) for name, counts in expected_relevant.items()}
+    # Three quarters of the main topic are in the library: most of what is left is the sides'.
+    assert table["relevant"]["main topic"] < table["relevant"]["side topics"]
+    assert table["methods"]["main first"]["ndcg%20 main topic"] == pytest.approx(1.0)
+    assert table["methods"]["sides first"]["cut from main pool"] == pytest.approx(
+        round(float(np.mean([results["sides first"][lib.name]["cut from main pool"] for lib in main_lines])), 4))
+    balanced_only = [lib for lib in built if lib.shape == "balanced"]
+    assert composite.main_line_sides(data, {}, balanced_only) == {
+        "libraries": 0, "relevant": {"main topic": 0.0, "side topics": 0.0}, "methods": {}}
+
+
 def test_the_real_dataset_gives_researcher_shaped_libraries():
     data = csfcube.load(require(CSFCUBE))
     for fold in ("fold1_dev", "fold1_test"):
@@ -233,6 +276,15 @@ def test_on_publication_lists_the_shared_scale_helps_and_the_topics_depth_helps_
     balanced = table["balanced"]["methods"]
     assert balanced["topics"]["ndcg%20"] > balanced["hybrid"]["ndcg%20"] > balanced["tfidf"]["ndcg%20"]
     assert balanced["topics"]["map"] > balanced["hybrid"]["map"] > balanced["tfidf"]["map"]
+    # Where the default trails TF-IDF on main-line lists: it ranks the main topic's papers higher
+    # (the papers left to find there, and that pool's others) and the side interests' lower,
+    # where most of the relevant papers left are (4.5 against 31 a list).
+    sides = composite.main_line_sides(data, results, built)
+    assert sides["libraries"] == 10 and sides["relevant"] == {"main topic": 4.5, "side topics": 31.0}
+    default, tfidf = sides["methods"]["hybrid"], sides["methods"]["tfidf"]
+    assert default["ndcg%20 main topic"] > tfidf["ndcg%20 main topic"] + 0.03
+    assert default["ndcg%20 side topics"] < tfidf["ndcg%20 side topics"] - 0.03
+    assert default["cut from main pool"] > tfidf["cut from main pool"]
 
 
 def test_with_half_the_library_titles_alone_the_default_still_beats_the_plain_dense_cosine():
@@ -283,12 +335,15 @@ def test_the_cli_runs_the_composite_benchmark(tmp_path):
     # The fixture's topics are too small for a main line: its lists are the balanced ones.
     assert lists["shape"]["libraries"] == lists["all"]["libraries"] == lists["balanced"]["libraries"] == 10
     assert lists["main line"]["libraries"] == 0 and set(lists["all"]["methods"]) == {"random", "tfidf", "hybrid"}
+    assert lists["main line by topic"] == {"libraries": 0, "relevant": {"main topic": 0.0, "side topics": 0.0},
+                                           "methods": {}}
     assert lists["all"]["methods"]["tfidf"]["ndcg%20"] > lists["all"]["methods"]["random"]["ndcg%20"]
     table = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(MINI), "--fold",
                                  "fold2_dev", "--methods", "tfidf", "--limit", "2"])
     assert table.exit_code == 0, table.output
     assert "composite libraries, fold1_dev" in table.stdout and "composite libraries, fold2_dev" in table.stdout
     assert "lists (2)" in table.stdout and "balanced (2)" in table.stdout and "main line (0)" in table.stdout
+    assert "Main-line lists" not in table.stdout  # no main line: no table of its sides
     missing = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(tmp_path)])
     assert missing.exit_code != 0 and "not a CSFCube directory" in missing.output
     unknown = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(MINI),
