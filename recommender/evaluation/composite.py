@@ -27,7 +27,8 @@ Libraries of a fold (``fold1_dev``: for tuning; ``fold1_test``: for reporting) u
 fold's query-facets. Metrics are the protocol's NDCG%20 (cut at 20% of the collection) and MAP
 (grade >= 2 relevant), averaged over the libraries, and per library-size bucket
 (:data:`BUCKETS`); main-line lists also on each side of them, the main topic's judgements
-alone and the side topics' alone (:func:`main_line_sides`). Methods, all on the same libraries in the same run:
+alone and the side topics' alone (:func:`main_line_sides`). Methods, all on the same
+libraries in the same run:
 
 ``random``, ``bm25``, ``tfidf``  as in the single-query protocol (``tfidf``: the best cosine
                                  over the library papers; ``bm25``: the library as one query)

@@ -287,6 +287,21 @@ def test_on_publication_lists_the_shared_scale_helps_and_the_topics_depth_helps_
     assert default["cut from main pool"] > tfidf["cut from main pool"]
 
 
+def test_the_cli_prints_the_sides_of_the_real_main_line_lists():
+    # The first two publication lists of each fold: a balanced one and a main line.
+    result = CliRunner().invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data",
+                                       str(require(CSFCUBE)), "--methods", "random,tfidf", "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    for fold in ("fold1_dev", "fold1_test"):
+        header = f"Main-line lists, {fold} (1), by topic"
+        assert header in result.stdout
+        rows = result.stdout.split(header)[1].split("\n\n")[1]
+        random_row, tfidf_row = (next(line.split() for line in rows.splitlines() if line.split()[:1] == [name])
+                                 for name in ("random", "tfidf"))
+        # The best TF-IDF cosine finds the main topic's papers left to find far better than a shuffle.
+        assert float(tfidf_row[1]) > float(random_row[1]) + 0.1
+
+
 def test_with_half_the_library_titles_alone_the_default_still_beats_the_plain_dense_cosine():
     # fold1_dev composite libraries with all-MiniLM-L6-v2, the abstracts of half the library
     # papers left out (by id, as `benchmarks/tune_fusion.py --title-only 0.5` does; Zotero
