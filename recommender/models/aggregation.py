@@ -201,9 +201,9 @@ def topic_depth(library_z: np.ndarray) -> int:
     topic-mates (:data:`TOPIC_MATE_Z`); the depth is the lower quartile of the papers' topic
     sizes (:data:`TOPIC_PERCENTILE`), rounded, at least 2 and at most n (1 for one paper): the
     quartile, not the mean, so that a main line of many papers does not set a depth that side
-    interests of a few papers each cannot reach. On CSFCube it beats the default depth of two
-    on balanced publication lists and loses to it on lists with a main line and side interests
-    (docs/models-and-quality.md); it is not the default.
+    interests of a few papers each cannot reach. On CSFCube it beats a fixed depth of two
+    on balanced publication lists and on lists of 8-12 topics, and loses to it on lists with a
+    main line and side interests (docs/models-and-quality.md); it is the default.
 
     Parameters
     ----------

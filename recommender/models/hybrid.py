@@ -21,8 +21,9 @@ Tuned on expert relevance judgements (CSFCube's ``fold1_dev``; see ``litrank eva
 
 A candidate's score adds up to four parts:
 
-* **text**: the mean of its ``k`` best lexical per-library-paper scores (``k``: 1 for a
-  one-paper library, 2 for more; see :func:`~recommender.models.aggregation.depth_for`), each
+* **text**: the mean of its ``k`` best lexical per-library-paper scores (``k``: how many
+  papers the library holds on one topic, 1 for a one-paper library; see
+  :func:`~recommender.models.aggregation.topic_depth`), each
   library paper's scores divided by a scale it shares in part with the library's other papers
   (:func:`~recommender.models.aggregation.library_spread`), plus, with an embedder, its best
   dense score (``dense_depth``), each channel by the library paper it matches best (a title
@@ -106,12 +107,13 @@ class HybridModel(TermExplainer, Estimator):
     author_weight : float, default=40.0
         Score per unit of log(1 + authors shared with library papers) / √n, in standard
         deviations of the text score.
-    aggregation : "auto", "topics", "log2" or int, default="auto"
-        How many best-matching library papers a score averages: "auto" two (one for a
-        one-paper library), "topics" :func:`~recommender.models.aggregation.topic_depth` (how
-        many papers the library holds on one topic: better on balanced publication lists,
-        worse where a main line meets side interests), "log2" ⌈log2(n + 1)⌉ of n papers (the
-        rule before the composite-library tuning: 3 at 7 papers, 9 at 500), or a number.
+    aggregation : "topics", "auto", "log2" or int, default="topics"
+        How many best-matching library papers a score averages: "topics"
+        :func:`~recommender.models.aggregation.topic_depth` (how many papers the library holds
+        on one topic, at least two: better than two on balanced publication lists and on lists
+        of 8-12 topics, worse where a main line meets side interests), "auto" two (one for a
+        one-paper library; the rule before), "log2" ⌈log2(n + 1)⌉ of n papers (the rule before
+        the composite-library tuning: 3 at 7 papers, 9 at 500), or a number.
     column_scale : {"library", "own"}, default="library"
         What each library paper's standardised cosines are divided by: "library" the
         geometric mean of the column's own deviation over the candidates and the library's
@@ -150,7 +152,7 @@ class HybridModel(TermExplainer, Estimator):
     def __init__(self, embedder=None, char_weight: float = 0.5, feedback_docs: int = 8, feedback_weight: float = 1.0,
                  library_feedback: bool = True, dense_weight: float = 1.0, short_text_words: int = 10,
                  dense_feedback_weight: float = 0.0, profile_weight: float = 0.0, author_weight: float = 40.0,
-                 aggregation: str | int = "auto", column_scale: str = "library", column_prior: float = 300.0,
+                 aggregation: str | int = "topics", column_scale: str = "library", column_prior: float = 300.0,
                  disliked_weight: float = 0.0, dense_depth: int | None = 1, random_state: int = 0):
         self.embedder = embedder
         self.char_weight = char_weight

@@ -83,7 +83,7 @@ class LibraryColumns:
     feedback_weight: float
     profile_weight: float
     author_weight: float
-    aggregation: str | int = "auto"
+    aggregation: str | int = "topics"
     column_scale: str = "library"
     column_prior: float = 0.0
     dense_depth: int | None = None  # HybridModel.dense_depth

@@ -148,8 +148,9 @@ def test_column_scale_changes_only_libraries_of_several_papers():
 def test_a_library_of_two_topics_averages_more_papers_than_one_of_scattered_papers():
     collection = connectors.load(defaults.bundled_collection())
     example = connectors.load(EXAMPLE_LIBRARY)  # 54 papers on diffusion models and diffusion language models
-    model = HybridModel(aggregation="topics").fit(example, collection)
-    assert model.aggregation_depth_ > 4 and HybridModel().fit(example, collection).aggregation_depth_ == 2
+    model = HybridModel().fit(example, collection)  # the default depth: "topics"
+    assert model.aggregation_depth_ > 4
+    assert HybridModel(aggregation="auto").fit(example, collection).aggregation_depth_ == 2
     fixed = HybridModel(aggregation=model.aggregation_depth_).fit(example, collection)
     np.testing.assert_array_equal(model.scores_, fixed.scores_)  # "topics" is that depth, nothing else
     scattered = [Paper(id=f"s{i}", title=title, abstract=abstract) for i, (title, abstract) in enumerate([

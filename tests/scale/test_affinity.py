@@ -92,7 +92,7 @@ def test_each_profile_scores_every_paper_as_rank_scores_its_library(profiles_dir
     assert alice == sorted(alice, reverse=True)
 
 
-@pytest.mark.parametrize("settings", [{"column_scale": "own"}, {"aggregation": "topics"}, {"aggregation": 4},
+@pytest.mark.parametrize("settings", [{"column_scale": "own"}, {"aggregation": "auto"}, {"aggregation": 4},
                                       {"feedback_docs": 0}, {"column_prior": 0}, {"column_prior": 1e6}])
 def test_the_partitioned_scores_follow_the_models_scaling_and_depth(profiles_dir, settings):
     """The library-paper scaling, aggregation depth and pseudo-relevance feedback the model is
@@ -107,8 +107,8 @@ def test_the_partitioned_scores_follow_the_models_scaling_and_depth(profiles_dir
            for r in AffinityScorer(model).score(index, load_profiles(profiles_dir), LocalEngine(), 3)}
     library = connectors.load(EXAMPLE_LIBRARY)
     fitted = HybridModel(**settings).fit(library, collection)
-    # The example library's 54 papers on two topics: a topics depth of 6.
-    assert fitted.aggregation_depth_ == {"topics": 6, 4: 4}.get(settings.get("aggregation"), 2)
+    # The example library's 54 papers on two topics: a topics depth (the default) of 6.
+    assert fitted.aggregation_depth_ == {"topics": 6, 4: 4, "auto": 2}[settings.get("aggregation", "topics")]
     expected = dict(enumerate(fitted.scores_))
     assert got["alice"].keys() == expected.keys()
     assert max(abs(got["alice"][row] - expected[row]) for row in expected) < 5e-7
