@@ -238,7 +238,12 @@ def depth_for(aggregation: str | int, n_library: int, library_z: np.ndarray | No
         return topic_depth(library_z)
     if aggregation == "log2":
         return max(1, min(n_library, int(np.ceil(np.log2(n_library + 1)))))
-    return max(1, min(int(aggregation), n_library))
+    try:
+        depth = int(aggregation)
+    except (TypeError, ValueError):
+        raise ValueError(f"aggregation must be 'topics', 'auto', 'log2' or a number of papers, "
+                         f"not {aggregation!r}") from None
+    return max(1, min(depth, n_library))
 
 
 def profile_share(n_library: int, weight: float) -> float:

@@ -160,6 +160,8 @@ def test_a_library_of_two_topics_averages_more_papers_than_one_of_scattered_pape
         ("Speech recognition at scale", "Weakly supervised training on audio transcribes many languages."),
     ])]
     assert HybridModel(aggregation="topics").fit(scattered, collection).aggregation_depth_ == 2
+    with pytest.raises(ValueError, match="aggregation must be 'topics', 'auto', 'log2' or a number"):
+        HybridModel(aggregation="topic").fit(scattered, collection)
 
 
 def test_feedback_moves_each_library_vector_towards_its_best_feedback_papers():
