@@ -38,9 +38,10 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
               help="csfcube: expert relevance judgements (the measure litrank is tuned by); csfcube-composite: "
                    "the same judgements, libraries of 5-20 papers on several topics and publication lists of "
                    "16-47 composed from them (main-line lists also scored on each side: main topic, side "
-                   "interests); csfcube-short: the same libraries, each ranking short lists of "
+                   "interests; the default's lead over each baseline ± its paired standard error); "
+                   "csfcube-short: the same libraries, each ranking short lists of "
                    "16 graded candidates (pairwise loss); csfcube-feedback: "
-                   "what judging the first 5, 10 or 20 picks buys on both; library: how well "
+                   "what judging the first 5, 10 or 20 picks buys on both (± standard error); library: how well "
                    "papers hidden from your own library are found again (a proxy); author-continuity: an "
                    "author's next papers from their earlier ones (a proxy, on conference lists given by --data).")
 @click.option("--data", default=None, metavar="DIR",
@@ -187,7 +188,12 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
         lists["all"] = composite.publication_summary(results, every_list)
         libraries["all"], publications["all"] = everything, every_list
     sides = {name: composite.main_line_sides(data, results, publications[name]) for name in by_fold}
-    single = _single_query(data, list(by_fold), methods, embedder, seed, limit)
+    single, single_leads = _single_query(data, list(by_fold), methods, embedder, seed, limit)
+    leads = {name: {"single query": single_leads.get(name, {}),
+                    "composite": composite.leads(results, [library.name for library in libraries[name]]),
+                    **{label: composite.leads(results, [library.name for library in publications[name]
+                                                        if group == "all" or library.shape == group])
+                       for group, label in LIST_COLUMNS}} for name in by_fold}
     seconds = round(time.perf_counter() - started, 1)
     if output_format == "json":
         payload = {"benchmark": "csfcube-composite", "fold": fold, "tuned_on": "fold1_dev", "seed": seed,
@@ -196,7 +202,8 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
                    "folds": {name: {"shape": composite.describe(libraries[name]), "composite": by_fold[name],
                                     "publications": {"shape": composite.describe(publications[name]), **lists[name],
                                                      "main line by topic": sides[name]},
-                                    "single_query": single.get(name, {})} for name in by_fold},
+                                    "single_query": single.get(name, {}), "leads": leads[name]}
+                             for name in by_fold},
                    "libraries": {library.name: {"size": library.size, "shape": library.shape,
                                                 "topics": [f"{q}_{f}" for q, f in library.query_facets],
                                                 "collection": len(library.grades)} for library in everything + every_list},
@@ -220,7 +227,22 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
         click.echo(report.render_grid(title, columns, rows, width=140) + "\n", nl=False)
         if sides[name]["libraries"]:
             click.echo(_main_line_grid(name, sides[name], methods) + "\n", nl=False)
+        if any(leads[name].values()):
+            click.echo(_leads_grid(name, leads[name]) + "\n", nl=False)
     say(f"{len(everything) + len(every_list)} libraries, {len(methods)} methods in {seconds} s.")
+
+
+def _leads_grid(fold: str, leads: dict) -> str:
+    """The default rows' NDCG%20 leads over the baselines, ± their paired standard errors."""
+    groups = [group for group, by_default in leads.items() if by_default]
+    pairs = list(dict.fromkeys((default, baseline) for group in groups for default, against in leads[group].items()
+                               for baseline in against))
+    rows = [[f"{default} - {baseline}",
+             *(f"{cell['lead']:+.3f} ± {cell['se']:.3f}" if (cell := leads[group].get(default, {}).get(baseline))
+               else "-" for group in groups)] for default, baseline in pairs]
+    title = (f"How sure, {fold}: each default row's NDCG%20 lead over a baseline, ± its standard error "
+             f"(paired, library by library; a lead of more than about two of them is one the libraries agree on)")
+    return report.render_grid(title, ["default - baseline", *groups], rows, width=140)
 
 
 def _main_line_grid(fold: str, sides: dict, methods) -> str:
@@ -301,9 +323,11 @@ def _csfcube_feedback(directory: Path, fold: str, methods, limit, embedder, outp
     say(f"{len(tasks)} tasks, {len(rankers)} methods in {seconds} s.")
 
 
-def _single_query(data, folds, methods, embedder, seed: int, limit) -> dict[str, dict]:
+def _single_query(data, folds, methods, embedder, seed: int, limit) -> tuple[dict[str, dict], dict[str, dict]]:
     """The one-paper CSFCube protocol's all-facet figures for the same methods (``embedding-top3``
-    is ``embedding`` with one library paper)."""
+    is ``embedding`` with one library paper), and by fold the default rows' leads over the
+    baselines, query-facet by query-facet (:func:`recommender.evaluation.composite.leads`)."""
+    from recommender.evaluation import composite
     from recommender.evaluation.human_judgements import evaluate_csfcube, method_scorers, summary
 
     known = method_scorers(embedder, seed)
@@ -312,11 +336,14 @@ def _single_query(data, folds, methods, embedder, seed: int, limit) -> dict[str,
     pairs = {name: data.query_facets(None if name == "all" else name)[:limit] for name in folds}
     results = evaluate_csfcube(data, list(dict.fromkeys(same.values())),
                                list(dict.fromkeys(p for ps in pairs.values() for p in ps)), embedder=embedder, seed=seed)
-    out = {}
+    out, leads = {}, {}
     for name, chosen in pairs.items():
         values = summary(results, chosen)
         out[name] = {m: values[single]["all"] for m, single in same.items()}
-    return out
+        per_item = {m: {f"{q}_{f}": results[single].per_query_facet[q, f] for q, f in chosen}
+                    for m, single in same.items()}
+        leads[name] = composite.leads(per_item, [f"{q}_{f}" for q, f in chosen])
+    return out, leads
 
 
 def _author_continuity(conferences: Path, methods, limit, embedder, output_format: str) -> None:

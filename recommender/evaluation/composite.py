@@ -55,7 +55,13 @@ import numpy as np
 # The scorers are holdout's (library, collection) ones, which the single-query protocol shares.
 from recommender.evaluation.holdout import Scorer, default_install_methods, model_scorer, top_mean_cosine  # noqa: F401
 from recommender.evaluation.holdout import library_scorers as method_scorers
-from recommender.evaluation.human_judgements import CUTOFF_SHARE, METRICS, average_precision, ndcg_at_share
+from recommender.evaluation.human_judgements import (
+    CUTOFF_SHARE,
+    METRICS,
+    average_precision,
+    ndcg_at_share,
+    paired_lead,
+)
 
 SIZES = (5, 20)
 # Publication lists: topics per library (cycled through) and the grade-2+ candidates a
@@ -71,6 +77,10 @@ OWN_GRADE = 3
 LEXICAL_METHODS = ("random", "bm25", "tfidf", "hybrid")
 EMBEDDING_METHODS = ("embedding", "embedding-top3", "hybrid+embeddings")
 OTHER_METHODS = ("similarity", "learned", "learned+embeddings")
+# The default's rows (words alone, the default install, with the extra) and the baselines
+# their leads are measured against, library by library (:func:`leads`).
+DEFAULT_ROWS = ("hybrid", "hybrid+static", "hybrid+embeddings")
+LEAD_BASELINES = ("tfidf", "static", "embedding", "embedding-top3")
 # What a main-line list's ranking gives each side of the list (:func:`topic_sides`): NDCG%20
 # against the main topic's judgements alone and against the side topics' alone, and how much
 # of the cut (the first 20%) the main topic's pool takes.
@@ -322,6 +332,23 @@ def main_line_sides(data, results: Mapping[str, Mapping[str, Mapping[str, float]
                for method, per_library in results.items() if main_lines}
     means = {name: round(float(np.mean(counts)), 1) if counts else 0.0 for name, counts in relevant.items()}
     return {"libraries": len(main_lines), "relevant": means, "methods": methods}
+
+
+def leads(results: Mapping[str, Mapping[str, Mapping[str, float]]], names: Sequence[str],
+          defaults: Sequence[str] = DEFAULT_ROWS, baselines: Sequence[str] = LEAD_BASELINES) -> dict[str, dict]:
+    """``{default: {baseline: {"lead", "se"}}}``: each default row's NDCG%20 lead over each
+    baseline on the libraries ``names``, library by library
+    (:func:`~recommender.evaluation.human_judgements.paired_lead`); rows and baselines not in
+    ``results`` are left out, and all of them without libraries."""
+    if not names:
+        return {}
+
+    def values(method):
+        return [results[method][name]["ndcg%20"] for name in names]
+
+    return {default: {baseline: paired_lead(values(default), values(baseline)) for baseline in baselines
+                      if baseline in results and baseline != default}
+            for default in defaults if default in results}
 
 
 def bucket_name(size: int, buckets: Sequence[tuple[int, int]] = BUCKETS) -> str | None:

@@ -33,7 +33,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from recommender.evaluation import composite
-from recommender.evaluation.human_judgements import RELEVANT_GRADE, average_precision, ndcg_at_share
+from recommender.evaluation.human_judgements import RELEVANT_GRADE, average_precision, ndcg_at_share, paired_lead
 from recommender.feedback import DISLIKED, LIKED
 
 K_VALUES = (5, 10, 20)
@@ -130,8 +130,10 @@ def evaluate_feedback(data, task_list: Sequence[Task], rankers: Mapping[str, Cal
 
 
 def summary(results: Mapping[int, Mapping[str, Mapping[str, Mapping]]], task_list: Sequence[Task]) -> dict:
-    """``{k: {kind ("single", "composite", "all"): {method: {"ndcg%20", "map", "gain"}}}}``:
-    means over the tasks (rounded to 4 places); "gain" is the NDCG%20 over "no feedback"."""
+    """``{k: {kind ("single", "composite", "all"): {method: {"ndcg%20", "map", "gain", "gain_se"}}}}``:
+    means over the tasks (rounded to 4 places); "gain" is the NDCG%20 over "no feedback", and
+    "gain_se" its standard error: the spread of the tasks' own gains over √tasks (paired: each
+    task against its own ranking without feedback; 0 with fewer than two tasks)."""
     kinds = {"single": [t.name for t in task_list if t.kind == "single"],
              "composite": [t.name for t in task_list if t.kind == "composite"],
              "all": [t.name for t in task_list]}
@@ -145,9 +147,11 @@ def summary(results: Mapping[int, Mapping[str, Mapping[str, Mapping]]], task_lis
             row = {}
             for method, per_task in methods.items():
                 ndcg = float(np.mean([per_task[n]["ndcg%20"] for n in names]))
+                gain = paired_lead([per_task[n]["ndcg%20"] for n in names],
+                                   [methods[NO_FEEDBACK][n]["ndcg%20"] for n in names])
                 row[method] = {"ndcg%20": round(ndcg, 4), "map": round(float(np.mean([per_task[n]["map"]
                                                                                     for n in names])), 4),
-                               "gain": round(ndcg - base, 4)}
+                               "gain": round(ndcg - base, 4), "gain_se": gain["se"]}
             judged = methods[NO_FEEDBACK]
             out[k][kind] = {"tasks": len(names), "liked_mean": round(float(np.mean([judged[n]["liked"] for n in names])),
                                                                       2), "methods": row}
@@ -155,7 +159,8 @@ def summary(results: Mapping[int, Mapping[str, Mapping[str, Mapping]]], task_lis
 
 
 def markdown(table: Mapping, kinds: Sequence[str] = ("all", "single", "composite")) -> str:
-    """One Markdown table per task kind: a row per method, NDCG%20 / MAP and the gain for each k."""
+    """One Markdown table per task kind: a row per method, NDCG%20 / MAP and the gain ± its
+    standard error for each k."""
     lines = []
     ks = list(table)
     for kind in kinds:
@@ -163,11 +168,18 @@ def markdown(table: Mapping, kinds: Sequence[str] = ("all", "single", "composite
             continue
         first = table[ks[0]][kind]
         liked = ", ".join(f"{table[k][kind]['liked_mean']:g} of {k}" for k in ks)
-        lines.append(f"\n{kind} ({first['tasks']} tasks; liked on average: {liked}), NDCG%20 / MAP (gain):\n")
+        lines.append(f"\n{kind} ({first['tasks']} tasks; liked on average: {liked}), NDCG%20 / MAP "
+                     f"(gain ± standard error):\n")
         lines.append("| method | " + " | ".join(f"k = {k}" for k in ks) + " |")
         lines.append("|" + " --- |" * (len(ks) + 1))
         for method in first["methods"]:
             cells = [table[k][kind]["methods"][method] for k in ks]
-            lines.append(f"| {method} | " + " | ".join(f"{c['ndcg%20']:.3f} / {c['map']:.3f} ({c['gain']:+.3f})"
-                                                     for c in cells) + " |")
+            lines.append(f"| {method} | " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
+
+
+def _cell(cell: Mapping) -> str:
+    """``0.568 / 0.312 (+0.017 ± 0.012)``; tables of results saved before the standard error was
+    kept show the gain alone."""
+    spread = f" ± {cell['gain_se']:.3f}" if "gain_se" in cell else ""
+    return f"{cell['ndcg%20']:.3f} / {cell['map']:.3f} ({cell['gain']:+.3f}{spread})"

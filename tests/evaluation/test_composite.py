@@ -88,6 +88,18 @@ def test_the_collection_is_the_pools_without_the_library_judged_by_the_best_grad
     assert best_from_another_query > 0  # the fixture's pools overlap: the rule is exercised
 
 
+def test_leads_are_paired_library_by_library():
+    # Two libraries; "hybrid" leads TF-IDF by 0.1 and 0.3: lead 0.2, standard error 0.141 / √2 = 0.1.
+    results = {"tfidf": {"a": {"ndcg%20": 0.5}, "b": {"ndcg%20": 0.2}},
+               "hybrid": {"a": {"ndcg%20": 0.6}, "b": {"ndcg%20": 0.5}},
+               "embedding": {"a": {"ndcg%20": 0.7}, "b": {"ndcg%20": 0.4}}}
+    leads = composite.leads(results, ["a", "b"])
+    assert leads == {"hybrid": {"tfidf": {"lead": 0.2, "se": 0.1}, "embedding": {"lead": 0.0, "se": 0.1}}}
+    assert composite.leads(results, ["a"])["hybrid"]["tfidf"] == {"lead": 0.1, "se": 0.0}
+    assert composite.leads(results, []) == {}
+    assert composite.leads({"tfidf": results["tfidf"]}, ["a", "b"]) == {}  # no default row
+
+
 def test_dense_aggregation_by_hand():
     library = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     candidates = np.array([[2.0, 0.0], [0.0, 3.0]])
@@ -352,12 +364,30 @@ def test_the_cli_runs_the_composite_benchmark(tmp_path):
     assert lists["main line by topic"] == {"libraries": 0, "relevant": {"main topic": 0.0, "side topics": 0.0},
                                            "methods": {}}
     assert lists["all"]["methods"]["tfidf"]["ndcg%20"] > lists["all"]["methods"]["random"]["ndcg%20"]
+    # The default's leads, library by library, from the same run's per-library figures.
+    leads = test["leads"]
+    assert set(leads) == {"single query", "composite", "lists", "balanced", "main line"}
+    assert leads["main line"] == {}  # no main-line list in the fixture
+    names = [name for name in payload["libraries"] if name.startswith("fold1_test#")]
+    per_library = payload["per_library"]
+    differences = [per_library["hybrid"][n]["ndcg%20"] - per_library["tfidf"][n]["ndcg%20"] for n in names]
+    assert leads["composite"]["hybrid"]["tfidf"]["lead"] == pytest.approx(np.mean(differences), abs=6e-5)
+    assert leads["composite"]["hybrid"]["tfidf"]["se"] == pytest.approx(
+        np.std(differences, ddof=1) / np.sqrt(len(differences)), abs=6e-5)
+    assert set(leads["single query"]["hybrid"]) == {"tfidf"}  # random is no baseline
     table = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(MINI), "--fold",
                                  "fold2_dev", "--methods", "tfidf", "--limit", "2"])
     assert table.exit_code == 0, table.output
     assert "composite libraries, fold1_dev" in table.stdout and "composite libraries, fold2_dev" in table.stdout
     assert "lists (2)" in table.stdout and "balanced (2)" in table.stdout and "main line (0)" in table.stdout
     assert "Main-line lists" not in table.stdout  # no main line: no table of its sides
+    assert "How sure, fold2_dev" not in table.stdout  # no default row: no leads
+    sure = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(MINI), "--methods",
+                                "tfidf,hybrid", "--limit", "3"])
+    assert sure.exit_code == 0, sure.output
+    leads_table = sure.stdout.split("How sure, fold1_test")[1]
+    row = next(line for line in leads_table.splitlines() if line.strip().startswith("hybrid - tfidf"))
+    assert row.count("±") == 4  # single query, composite, lists, balanced (no main line in the fixture)
     missing = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(tmp_path)])
     assert missing.exit_code != 0 and "not a CSFCube directory" in missing.output
     unknown = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-composite", "--data", str(MINI),

@@ -48,6 +48,7 @@ def test_methods_are_scored_on_the_unjudged_papers_against_the_same_ranking_with
             assert judged["liked"] + judged["disliked"] == min(k, len(task.grades))
     table = feedback_gain.summary(results, tasks)
     assert table[5]["all"]["methods"][feedback_gain.NO_FEEDBACK]["gain"] == 0
+    assert table[5]["all"]["methods"][feedback_gain.NO_FEEDBACK]["gain_se"] == 0
     assert table[5]["all"]["tasks"] == 4
     # Liked papers joined the library: the same call the CLI makes ranks them out of the candidates.
     first = feedback_gain._ranked_by(feedback_gain.baseline(None)(), [mini.papers[tasks[0].library[0]]],
@@ -56,6 +57,29 @@ def test_methods_are_scored_on_the_unjudged_papers_against_the_same_ranking_with
     again = feedback_gain._ranked_by(rankers["liked join library"](), [mini.papers[tasks[0].library[0]]],
                                      [mini.papers[p] for p in sorted(tasks[0].grades)], judged)
     assert judged and not set(judged) & set(again) and set(again) <= set(tasks[0].grades)
+
+
+def test_the_gain_and_its_standard_error_are_paired_task_by_task():
+    # Three tasks: the method gains 0.1, 0.0 and 0.2 over each task's own ranking without feedback.
+    tasks = [feedback_gain.Task("single", name, ("q",), {}) for name in ("a", "b", "c")]
+
+    def row(ndcg):
+        return {"ndcg%20": ndcg, "map": ndcg / 2, "liked": 1, "disliked": 4}
+
+    results = {5: {feedback_gain.NO_FEEDBACK: {"a": row(0.5), "b": row(0.6), "c": row(0.7)},
+                   "liked join library": {"a": row(0.6), "b": row(0.6), "c": row(0.9)}}}
+    table = feedback_gain.summary(results, tasks)[5]["all"]["methods"]
+    assert table[feedback_gain.NO_FEEDBACK] == {"ndcg%20": 0.6, "map": 0.3, "gain": 0.0, "gain_se": 0.0}
+    # Gains 0.1, 0.0, 0.2: mean 0.1, spread 0.1, standard error 0.1 / √3 (the means alone, 0.6
+    # against 0.7, would not tell how steady the gain is).
+    assert table["liked join library"]["gain"] == 0.1
+    assert table["liked join library"]["gain_se"] == round(0.1 / 3 ** 0.5, 4) == 0.0577
+    text = feedback_gain.markdown(feedback_gain.summary(results, tasks), kinds=("all",))
+    assert "| liked join library | 0.700 / 0.350 (+0.100 ± 0.058) |" in text
+    assert "(gain ± standard error)" in text
+    # One task: no spread to speak of.
+    alone = feedback_gain.summary({5: {m: {"a": v["a"]} for m, v in results[5].items()}}, tasks[:1])
+    assert alone[5]["all"]["methods"]["liked join library"]["gain_se"] == 0.0
 
 
 def test_cli_benchmark_and_its_bad_input():
