@@ -40,7 +40,7 @@ def _data_directory(given: str | None, environment: str, name: str) -> Path:
                    "16-47 composed from them (main-line lists also scored on each side: main topic, side "
                    "interests; the default's lead over each baseline ± its paired standard error); "
                    "csfcube-short: the same libraries, each ranking short lists of "
-                   "16 graded candidates (pairwise loss); csfcube-feedback: "
+                   "16 graded candidates (pairwise loss; the default's lead ± standard error); csfcube-feedback: "
                    "what judging the first 5, 10 or 20 picks buys on both (± standard error); library: how well "
                    "papers hidden from your own library are found again (a proxy); author-continuity: an "
                    "author's next papers from their earlier ones (a proxy, on conference lists given by --data).")
@@ -232,15 +232,15 @@ def _csfcube_composite(directory: Path, fold: str, methods, limit, embedder, see
     say(f"{len(everything) + len(every_list)} libraries, {len(methods)} methods in {seconds} s.")
 
 
-def _leads_grid(fold: str, leads: dict) -> str:
-    """The default rows' NDCG%20 leads over the baselines, ± their paired standard errors."""
+def _leads_grid(fold: str, leads: dict, what: str = "NDCG%20 lead over a baseline") -> str:
+    """The default rows' leads over the baselines, ± their paired standard errors."""
     groups = [group for group, by_default in leads.items() if by_default]
     pairs = list(dict.fromkeys((default, baseline) for group in groups for default, against in leads[group].items()
                                for baseline in against))
     rows = [[f"{default} - {baseline}",
              *(f"{cell['lead']:+.3f} ± {cell['se']:.3f}" if (cell := leads[group].get(default, {}).get(baseline))
                else "-" for group in groups)] for default, baseline in pairs]
-    title = (f"How sure, {fold}: each default row's NDCG%20 lead over a baseline, ± its standard error "
+    title = (f"How sure, {fold}: each default row's {what}, ± its standard error "
              f"(paired, library by library; a lead of more than about two of them is one the libraries agree on)")
     return report.render_grid(title, ["default - baseline", *groups], rows, width=140)
 
@@ -272,14 +272,17 @@ def _csfcube_short(directory: Path, fold: str, methods, limit, embedder, seed: i
     every = [short for name in folds for short in lists[name]]
     results = short_lists.evaluate_short_lists(data, every, methods, embedder=embedder, seed=seed)
     by_fold = {name: short_lists.summary(results, lists[name]) for name in folds}
+    leads = {name: short_lists.leads(results, lists[name]) for name in folds}
     if fold == "all":
         by_fold["all"] = short_lists.summary(results, every)
+        leads["all"] = short_lists.leads(results, every)
     seconds = round(time.perf_counter() - started, 1)
     if output_format == "json":
         click.echo(json.dumps({"benchmark": "csfcube-short", "fold": fold, "tuned_on": "fold1_dev", "seed": seed,
                                "per_grade": short_lists.PER_GRADE, "draws": short_lists.DRAWS,
                                "embedder": getattr(embedder, "model_id", None) if embedder is not None else None,
-                               "methods": by_fold[fold]["all"]["methods"], "folds": by_fold, "per_list": results,
+                               "methods": by_fold[fold]["all"]["methods"], "folds": by_fold, "leads": leads,
+                               "per_list": results,
                                "seconds": seconds}, indent=2))
         return
     groups = ("single", "composite", "balanced", "main line", "all")
@@ -290,6 +293,9 @@ def _csfcube_short(directory: Path, fold: str, methods, limit, embedder, seed: i
                  f"{short_lists.PER_GRADE} candidates of each grade; all = mean of the four; litrank is tuned on "
                  "fold1_dev)")
         click.echo(report.render_grid(title, columns, rows, width=140) + "\n", nl=False)
+        if any(leads[name].values()):
+            click.echo(_leads_grid(name, leads[name], "loss below a baseline's (the baseline's loss minus its own)")
+                       + "\n", nl=False)
     say(f"{len(every)} short lists, {len(methods)} methods in {seconds} s.")
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from recommender.evaluation import composite
 from recommender.evaluation.holdout import Scorer, library_scorers
+from recommender.evaluation.human_judgements import paired_lead
 
 PER_GRADE = 4
 DRAWS = 3
@@ -149,4 +150,48 @@ def summary(results: Mapping[str, Mapping[str, float]], lists: Sequence[ShortLis
     out["all"] = {"lists": sum(out[kind]["lists"] for kind in present), "methods": {
         method: (round(float(np.mean([out[kind]["methods"][method] for kind in present])), 4) if present
                  else float("nan")) for method in results}}
+    return out
+
+
+def leads(results: Mapping[str, Mapping[str, float]], lists: Sequence[ShortList],
+          defaults: Sequence[str] = composite.DEFAULT_ROWS,
+          baselines: Sequence[str] = composite.LEAD_BASELINES) -> dict[str, dict]:
+    """``{kind or "all": {default: {baseline: {"lead", "se"}}}}``: how much lower each default
+    row's loss is than each baseline's (the baseline's loss minus the default's: positive, the
+    default orders more pairs right), ± its standard error, paired library by library.
+
+    A library's draws share its library and pool, so each method's losses are first averaged
+    over a library's draws; the differences are then paired over libraries
+    (:func:`~recommender.evaluation.human_judgements.paired_lead`). "all", as in
+    :func:`summary`, is the mean of the kinds' leads, its standard error theirs added in
+    quadrature over the number of kinds (the kinds are different libraries). Kinds without
+    lists, and rows or baselines not in ``results``, are left out."""
+    def per_library(method: str, kind: str) -> dict[str, float]:
+        draws: dict[str, list[float]] = {}
+        for short in lists:
+            if short.kind == kind and not np.isnan(results[method][short.name]):
+                draws.setdefault(short.name.rsplit("#", 1)[0], []).append(results[method][short.name])
+        return {library: float(np.mean(values)) for library, values in draws.items()}
+
+    out: dict[str, dict] = {}
+    for kind in KINDS:
+        if not any(short.kind == kind for short in lists):
+            continue
+        out[kind] = {}
+        for default in (d for d in defaults if d in results):
+            ours = per_library(default, kind)
+            out[kind][default] = {}
+            for baseline in (b for b in baselines if b in results and b != default):
+                theirs = per_library(baseline, kind)
+                both = sorted(set(ours) & set(theirs))
+                out[kind][default][baseline] = paired_lead([theirs[name] for name in both],
+                                                           [ours[name] for name in both])
+    kinds = [kind for kind in out if out[kind]]
+    out = {kind: out[kind] for kind in kinds}
+    if kinds:
+        first = out[kinds[0]]
+        out["all"] = {default: {baseline: {
+            "lead": round(float(np.mean([out[kind][default][baseline]["lead"] for kind in kinds])), 4),
+            "se": round(float(np.sqrt(sum(out[kind][default][baseline]["se"] ** 2 for kind in kinds)) / len(kinds)), 4)}
+            for baseline in against} for default, against in first.items()}
     return out

@@ -33,6 +33,27 @@ def test_the_pairwise_loss_weighs_each_pair_by_its_grade_difference():
     assert math.isnan(short_lists.pairwise_loss(["a", "b"], [1, 2], {"a": 1, "b": 1}))
 
 
+def test_leads_average_a_librarys_draws_then_pair_the_libraries():
+    # Two composite libraries of two draws each, and one single query of one draw. Library a:
+    # TF-IDF's losses 0.4 and 0.2 (mean 0.3) against the default's 0.2 and 0.2; library b: 0.5
+    # and 0.3 (0.4) against 0.2 and 0.0 (0.1). Leads 0.1 and 0.3: 0.2 ± 0.141 / √2 = 0.1.
+    def short(name, kind):
+        return short_lists.ShortList(name, kind, ("q",), ("x", "y"), {"x": 0, "y": 3})
+
+    lists = [short("a#0", "composite"), short("a#1", "composite"), short("b#0", "composite"),
+             short("b#1", "composite"), short("q#0", "single")]
+    results = {"tfidf": {"a#0": 0.4, "a#1": 0.2, "b#0": 0.5, "b#1": 0.3, "q#0": 0.5},
+               "hybrid": {"a#0": 0.2, "a#1": 0.2, "b#0": 0.2, "b#1": 0.0, "q#0": 0.25},
+               "random": {name: 0.5 for name in ("a#0", "a#1", "b#0", "b#1", "q#0")}}
+    leads = short_lists.leads(results, lists)
+    assert set(leads) == {"single", "composite", "all"}  # random is no baseline; no lists, no kind
+    assert leads["composite"] == {"hybrid": {"tfidf": {"lead": 0.2, "se": 0.1}}}
+    assert leads["single"] == {"hybrid": {"tfidf": {"lead": 0.25, "se": 0.0}}}
+    # "all": the kinds' mean, their errors added in quadrature over the two kinds.
+    assert leads["all"] == {"hybrid": {"tfidf": {"lead": 0.225, "se": 0.05}}}
+    assert short_lists.leads({"tfidf": results["tfidf"]}, lists) == {}
+
+
 def test_a_draw_takes_up_to_four_candidates_of_each_grade():
     grades = {f"p{i:02d}": grade for i, grade in enumerate([0] * 10 + [1] * 6 + [2] * 2 + [3] * 5)}
     drawn = short_lists.draw_short_list(grades, np.random.default_rng(0))
@@ -75,10 +96,20 @@ def test_the_cli_runs_the_short_list_benchmark(tmp_path):
     assert set(payload["methods"]) == {"random", "tfidf", "hybrid"}
     assert payload["methods"]["tfidf"] < payload["methods"]["random"]
     assert all(0.0 <= value <= 1.0 for values in payload["per_list"].values() for value in values.values())
+    leads = payload["leads"]["fold1_test"]
+    assert set(leads) == {"single", "composite", "balanced", "all"}  # the fixture has no main line
+    assert set(leads["composite"]) == {"hybrid"} and set(leads["composite"]["hybrid"]) == {"tfidf"}
     table = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-short", "--data", str(MINI), "--methods",
                                  "tfidf", "--limit", "2"])
     assert table.exit_code == 0, table.output
     assert "short lists, fold1_dev" in table.stdout and "single (2)" in table.stdout
+    assert "How sure, fold1_dev" not in table.stdout  # no default row: no leads
+    sure = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-short", "--data", str(MINI), "--methods",
+                                "tfidf,hybrid", "--limit", "6"])
+    assert sure.exit_code == 0 and "How sure, fold1_test" in sure.stdout
+    row = next(line for line in sure.stdout.split("How sure, fold1_test")[1].splitlines()
+               if line.strip().startswith("hybrid - tfidf"))
+    assert row.count("±") == 4  # single, composite, balanced and all
     missing = runner.invoke(main, ["evaluate", "--benchmark", "csfcube-short", "--data", str(tmp_path)])
     assert missing.exit_code == 2 and "not a CSFCube directory" in missing.output
 
