@@ -173,21 +173,21 @@ def leads(results: Mapping[str, Mapping[str, float]], lists: Sequence[ShortList]
                 draws.setdefault(short.name.rsplit("#", 1)[0], []).append(results[method][short.name])
         return {library: float(np.mean(values)) for library, values in draws.items()}
 
+    rows = [default for default in defaults if default in results]
+    against = {default: [b for b in baselines if b in results and b != default] for default in rows}
     out: dict[str, dict] = {}
     for kind in KINDS:
-        if not any(short.kind == kind for short in lists):
+        if not rows or not any(short.kind == kind for short in lists):
             continue
-        out[kind] = {}
-        for default in (d for d in defaults if d in results):
-            ours = per_library(default, kind)
-            out[kind][default] = {}
-            for baseline in (b for b in baselines if b in results and b != default):
-                theirs = per_library(baseline, kind)
-                both = sorted(set(ours) & set(theirs))
-                out[kind][default][baseline] = paired_lead([theirs[name] for name in both],
-                                                           [ours[name] for name in both])
-    kinds = [kind for kind in out if out[kind]]
-    out = {kind: out[kind] for kind in kinds}
+        # Each method's per-library means once, whichever rows it is paired with.
+        means = {method: per_library(method, kind) for method in {*rows, *(b for bs in against.values() for b in bs)}}
+
+        def lead(default: str, baseline: str) -> dict[str, float]:
+            both = sorted(set(means[default]) & set(means[baseline]))
+            return paired_lead([means[baseline][name] for name in both], [means[default][name] for name in both])
+
+        out[kind] = {default: {baseline: lead(default, baseline) for baseline in against[default]} for default in rows}
+    kinds = list(out)
     if kinds:
         first = out[kinds[0]]
         out["all"] = {default: {baseline: {
