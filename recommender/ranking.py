@@ -270,7 +270,7 @@ class Ranker:
             elif index is None and hasattr(self.model, "index_builder"):
                 # The hybrid model scores against an index of the whole collection, the same
                 # whether it was built now or read from a `litrank index` file.
-                index = self.model.index_builder().build(collection_papers)
+                index = self.model.index_builder().build(collection_papers, library=library_papers)
             if index is not None and self.engine is None:
                 row_of = {id(paper): row for row, paper in enumerate(index.papers)}
                 # Disliked library papers are not in the index: they only ever leave the feedback.

@@ -51,7 +51,7 @@ from recommender.features.index_features import (
     title_analyzer,
     widen_columns,
 )
-from recommender.features.library_weighting import LibraryWeighting
+from recommender.features.library_weighting import LibraryWeighting, count_library_terms
 from recommender.features.representations import Representations
 from recommender.features.sparse_products import StackedDense, StackedRows, head_product
 from recommender.features.term_list import TermList
@@ -460,7 +460,14 @@ class CollectionIndexBuilder(Estimator):
         self.embedder = embedder
         self.random_state = random_state
 
-    def fit(self, papers: Sequence[Paper], y=None) -> "CollectionIndexBuilder":
+    def fit(self, papers: Sequence[Paper], y=None, library: Sequence[Paper] | None = None) -> "CollectionIndexBuilder":
+        """Index ``papers``.
+
+        ``library``: papers about to be ranked against the index (not indexed). Their terms
+        are counted while the collection's character n-grams are counted in the second
+        process, which this one would otherwise wait for, and the index keeps the counts for
+        their first :meth:`~CollectionIndex.representations` (the same numbers as counted then).
+        """
         papers = list(papers)
         if not papers:
             raise ValueError("the collection has no papers to index")
@@ -494,6 +501,11 @@ class CollectionIndexBuilder(Estimator):
         vocabulary: dict[str, int] = {}
         parts["author_rows"] = author_incidence(papers, vocabulary, grow=True)
         parts["author_names"] = list(vocabulary)
+        counted_library = None
+        if library is not None and char_result is not None:
+            library_texts = [paper.text for paper in library]
+            counted_library = (library_texts, {name: count_library_terms(name, library_texts)
+                                               for name in ("word", "char")})
         if char_result is not None:
             char_counts, char_terms = char_result()
             parts.update(char_counts=char_counts, char_terms=char_terms, char_idf=smooth_idf(char_counts))
@@ -503,9 +515,11 @@ class CollectionIndexBuilder(Estimator):
             parts["embedder_id"] = embedder_id(self.embedder)
         self.index_ = CollectionIndex(papers=papers, word_terms=word_terms, word_idf=word_idf,
                                       word_counts=word_counts, **parts)
+        if counted_library is not None:
+            self.index_.keep_library_counts(*counted_library)
         release_free_memory()  # what counting and embedding freed, before the scoring needs it
         return self
 
-    def build(self, papers: Sequence[Paper]) -> CollectionIndex:
-        """``fit(papers).index_``."""
-        return self.fit(papers).index_
+    def build(self, papers: Sequence[Paper], library: Sequence[Paper] | None = None) -> CollectionIndex:
+        """``fit(papers, library=library).index_``."""
+        return self.fit(papers, library=library).index_

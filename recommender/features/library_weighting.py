@@ -21,6 +21,18 @@ from recommender.features.index_features import (
 from recommender.features.term_list import TermList
 
 
+def count_library_terms(name: str, texts: list[str]) -> tuple[sparse.csr_matrix, np.ndarray | list[str]]:
+    """A library's raw counts of representation ``name`` ("word" or "char") and their terms,
+    before they are mapped onto an index's columns: the character n-grams (an ndarray) or the
+    word terms (a list) of ``texts``, every term kept."""
+    if name == "char":
+        return count_char_grams(texts, fold_accents)
+    try:
+        return count_words(texts, n_papers=1)  # one paper's limits: every term
+    except ValueError:  # no text holds a term
+        return sparse.csr_matrix((len(texts), 0), dtype=np.float32), []
+
+
 class LibraryWeighting:
     """A library's TF-IDF rows against a collection's vocabulary (see the module docstring).
 
@@ -48,16 +60,16 @@ class LibraryWeighting:
         vector's length, as they did when the vocabulary was fitted on library ∪ collection.
         """
         min_df = document_frequency_limits(name, self.n_papers)[0]
+        counted = vars(self).get("_counted_library", {})
+        if counted.get("texts") == texts and name in counted:
+            counts, terms = counted.pop(name)  # counted while the index was built (used once)
+        else:
+            counts, terms = count_library_terms(name, texts)
         if name == "char":
-            counts, terms = count_char_grams(texts, fold_accents)
             columns, n_terms = self._char_columns(terms), len(self.char_terms)
         else:
-            try:
-                counts, words = count_words(texts, n_papers=1)  # one paper's limits: every term
-            except ValueError:  # no text holds a term
-                counts, words = sparse.csr_matrix((len(texts), 0), dtype=np.float32), []
-            columns, n_terms = self._word_columns(words), len(self.word_terms)
-            terms = np.asarray(words, dtype=object)
+            columns, n_terms = self._word_columns(terms), len(self.word_terms)
+            terms = np.asarray(terms, dtype=object)
         extra = (columns < 0) & (np.bincount(counts.indices, minlength=len(terms)) >= min_df)
         columns[extra] = n_terms + np.arange(int(extra.sum()))
         kept = counts[:, columns >= 0]
@@ -65,6 +77,12 @@ class LibraryWeighting:
                                  shape=(len(texts), n_terms + int(extra.sum())))
         kept.sort_indices()
         return kept, terms[extra].tolist()
+
+    def keep_library_counts(self, texts: list[str], counted: dict) -> None:
+        """Keep a library's raw counts (``{"word": ..., "char": ...}``, each what
+        :func:`count_library_terms` gives) made before the index existed, for the first
+        :meth:`library_tfidf` of the same ``texts`` (each used once, then let go)."""
+        self._counted_library = {"texts": texts, **counted}
 
     def _word_columns(self, words: list[str]) -> np.ndarray:
         """The index's column of each of a library's word terms, -1 for those it does not hold.

@@ -180,7 +180,7 @@ class HybridModel(TermExplainer, Estimator):
         as feedback. ``library_grades`` is accepted for the common model interface; liked
         papers are already part of ``library``.
         """
-        index = self.index_builder().build(candidates)
+        index = self.index_builder().build(candidates, library=library)
         return fit_on_index(self, index, library, None, judgements, library_grades)
 
     def dense_weights(self, library: Sequence[Paper]) -> np.ndarray:

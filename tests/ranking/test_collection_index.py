@@ -363,6 +363,25 @@ def test_a_library_papers_own_words_name_columns_of_the_run():
     assert rep.vectors["word"][1:, len(names) - len(own):].nnz == 0  # no collection paper holds them
 
 
+def test_a_library_counted_while_the_index_is_built_gives_the_same_rows():
+    """A ranking hands its library to the builder, which counts the library's terms while the
+    collection's character n-grams are counted: the library's rows are those counted afterwards,
+    bit for bit, the kept counts serve once, and another library is counted anew."""
+    papers, library = connectors.load(COLLECTION), connectors.load(EXAMPLE_LIBRARY)[:12]
+    texts = [paper.text for paper in library]
+    plain = CollectionIndexBuilder(lsa_components=0).build(papers)
+    counted = CollectionIndexBuilder(lsa_components=0).build(papers, library=library)
+    assert counted._counted_library["texts"] == texts and {"word", "char"} <= set(counted._counted_library)
+    for name in ("word", "char"):
+        want, got = plain.library_tfidf(name, texts)[0], counted.library_tfidf(name, texts)[0]
+        assert got.shape == want.shape and (got != want).nnz == 0
+        assert name not in counted._counted_library  # used, and let go
+    for name in ("word", "char"):
+        other = texts[:5]
+        want, got = plain.library_tfidf(name, other)[0], counted.library_tfidf(name, other)[0]
+        assert got.shape == want.shape and (got != want).nnz == 0
+
+
 def test_arrays_are_deflated_and_stored_files_still_read(index_file, tmp_path):
     with zipfile.ZipFile(index_file) as archive:
         methods = {info.filename: info.compress_type for info in archive.infolist()}
